@@ -1,0 +1,292 @@
+// shoal/vec.hpp — native env instances over caller-owned buffers.
+//
+// NativeVec owns the env structs of one vector and knows how to reset and step any contiguous
+// range of them. It knows nothing about threads: the worker pool hands it disjoint ranges, and
+// everything a range touches (env structs, buffer rows, per-env tallies) belongs to that range
+// alone, so results never depend on how the envs are split between threads.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "shoal/env.h"
+
+namespace shoal {
+
+/// Bytes per element of an observation dtype.
+[[nodiscard]] inline size_t dtype_size(shoal_dtype dtype) {
+    switch (dtype) {
+        case SHOAL_FLOAT32: return 4;
+        case SHOAL_UINT8: return 1;
+        case SHOAL_INT8: return 1;
+        case SHOAL_INT32: return 4;
+    }
+    throw std::invalid_argument("unknown observation dtype " + std::to_string(int(dtype)));
+}
+
+/// Elements of one agent's observation.
+[[nodiscard]] inline size_t observation_size(const shoal_env_spec& spec) {
+    size_t size = 1;
+    for (int32_t d = 0; d < spec.obs_ndim; ++d) size *= size_t(spec.obs_shape[d]);
+    return size;
+}
+
+/// Throws std::invalid_argument if the spec breaks the ABI contract of env.h.
+inline void validate_spec(const shoal_env_spec& spec) {
+    auto fail = [&](const std::string& what) {
+        std::string name = spec.name ? spec.name : "<unnamed>";
+        throw std::invalid_argument("native env spec '" + name + "': " + what);
+    };
+    if (spec.abi_version != SHOAL_ABI_VERSION)
+        fail("built against SDK ABI " + std::to_string(spec.abi_version) + ", this shoal speaks " +
+             std::to_string(SHOAL_ABI_VERSION) + "; rebuild the env against this shoal's headers");
+    if (!spec.name) fail("name is missing");
+    if (spec.env_size < sizeof(shoal_env)) fail("env_size is smaller than shoal_env; is `shoal_env base` the first member?");
+    if (spec.env_align == 0 || (spec.env_align & (spec.env_align - 1)) != 0) fail("env_align must be a power of two");
+    if (!spec.init || !spec.reset || !spec.step) fail("init, reset and step callbacks are required");
+    if (spec.num_agents < 1) fail("num_agents must be >= 1");
+    dtype_size(spec.obs_dtype);
+    if (spec.obs_ndim < 1 || spec.obs_ndim > SHOAL_MAX_OBS_DIMS) fail("obs_ndim must be in [1, 3]");
+    for (int32_t d = 0; d < spec.obs_ndim; ++d)
+        if (spec.obs_shape[d] < 1) fail("obs_shape entries must be >= 1");
+    if (spec.action_kind < SHOAL_ACTION_DISCRETE || spec.action_kind > SHOAL_ACTION_BOX) fail("unknown action_kind");
+    if (spec.action_dims < 1 || spec.action_dims > SHOAL_MAX_ACTION_DIMS) fail("action_dims must be in [1, 16]");
+    if (spec.action_kind == SHOAL_ACTION_DISCRETE && spec.action_dims != 1) fail("DISCRETE actions have action_dims == 1");
+    if (spec.action_kind != SHOAL_ACTION_BOX)
+        for (int32_t d = 0; d < spec.action_dims; ++d)
+            if (spec.action_nvec[d] < 1) fail("action_nvec entries must be >= 1");
+    if (spec.action_kind == SHOAL_ACTION_BOX && !(spec.action_low <= spec.action_high)) fail("action_low > action_high");
+    if (spec.max_episode_steps < 0) fail("max_episode_steps must be >= 0");
+    if (spec.num_params < 0 || (spec.num_params > 0 && !spec.params)) fail("params missing");
+    for (int32_t p = 0; p < spec.num_params; ++p) {
+        const shoal_param& param = spec.params[p];
+        if (!param.name) fail("parameter " + std::to_string(p) + " has no name");
+        if (param.offset < sizeof(shoal_env) || param.offset + 4 > spec.env_size)
+            fail(std::string("parameter '") + param.name + "' lies outside the env struct (after base)");
+        if (param.type != SHOAL_PARAM_INT32 && param.type != SHOAL_PARAM_FLOAT32)
+            fail(std::string("parameter '") + param.name + "' has an unknown type");
+    }
+    if (spec.num_stats < 0 || spec.num_stats > SHOAL_MAX_STATS || (spec.num_stats > 0 && !spec.stat_names))
+        fail("num_stats must be in [0, 8] with stat_names");
+}
+
+/// Caller-owned buffers of a whole vector; rows = num_envs * num_agents, C-contiguous.
+struct VecBuffers {
+    void* observations = nullptr;
+    void* final_observations = nullptr;
+    void* actions = nullptr;
+    float* rewards = nullptr;
+    uint8_t* terminals = nullptr;
+    uint8_t* truncations = nullptr;
+    uint8_t* masks = nullptr;
+};
+
+/// Episodes finished by one env since the log was last collected.
+struct EpisodeTally {
+    double return_sum = 0;
+    double length_sum = 0;
+    double stat_sums[SHOAL_MAX_STATS] = {};
+    uint64_t episodes = 0;
+};
+
+/// The envs of one vector, stepped range by range.
+class NativeVec {
+   public:
+    /// params: num_envs rows of spec.num_params values (row-major). Throws std::invalid_argument
+    /// if the spec is malformed or an env's init() reports a failure.
+    NativeVec(const shoal_env_spec& spec, size_t num_envs, const double* params, int32_t max_episode_steps,
+              const VecBuffers& buffers)
+        : spec_(spec),
+          num_envs_(num_envs),
+          max_episode_steps_(uint32_t(max_episode_steps)),
+          observation_bytes_(observation_size(spec) * dtype_size(spec.obs_dtype)),
+          tallies_(num_envs),
+          errors_(num_envs * SHOAL_ERROR_CAPACITY, '\0') {
+        validate_spec(spec);
+        if (num_envs == 0) throw std::invalid_argument("num_envs must be >= 1");
+        if (max_episode_steps < 0) throw std::invalid_argument("max_episode_steps must be >= 0");
+        // Envs start on their own cache lines so two threads never write one line at a slice edge.
+        alignment_ = spec.env_align > 64 ? spec.env_align : 64;
+        stride_ = (spec.env_size + alignment_ - 1) / alignment_ * alignment_;
+        memory_ = static_cast<unsigned char*>(::operator new(stride_ * num_envs, std::align_val_t(alignment_)));
+        std::memset(memory_, 0, stride_ * num_envs);
+
+        const size_t agents = size_t(spec.num_agents);
+        const size_t action_bytes = size_t(spec.action_dims) * 4;
+        for (size_t i = 0; i < num_envs; ++i) {
+            shoal_env* base = env(i);
+            const size_t row = i * agents;
+            base->observations = static_cast<unsigned char*>(buffers.observations) + row * observation_bytes_;
+            base->actions = static_cast<const unsigned char*>(buffers.actions) + row * action_bytes;
+            base->rewards = buffers.rewards + row;
+            base->terminals = buffers.terminals + row;
+            base->truncations = buffers.truncations + row;
+            base->masks = buffers.masks + row;
+            base->env_index = int64_t(i);
+            base->num_agents = spec.num_agents;
+            base->error = &errors_[i * SHOAL_ERROR_CAPACITY];
+            write_params(base, params ? params + i * size_t(spec.num_params) : nullptr);
+        }
+        final_observations_ = static_cast<unsigned char*>(buffers.final_observations);
+        for (size_t i = 0; i < num_envs; ++i) {
+            shoal_env* base = env(i);
+            if (spec_.init(base) != 0 || base->failed) {
+                std::string message = base->failed ? std::string(base->error) : "init() returned an error";
+                release(i);  // close only the envs whose init succeeded
+                throw std::invalid_argument("env " + std::to_string(i) + " (" + spec.name + "): " + message);
+            }
+            initialized_ = i + 1;
+        }
+    }
+
+    NativeVec(const NativeVec&) = delete;
+    NativeVec& operator=(const NativeVec&) = delete;
+
+    ~NativeVec() { release(initialized_); }
+
+    [[nodiscard]] const shoal_env_spec& spec() const noexcept { return spec_; }
+    [[nodiscard]] size_t num_envs() const noexcept { return num_envs_; }
+    [[nodiscard]] size_t stride() const noexcept { return stride_; }
+    [[nodiscard]] shoal_env* env(size_t i) const noexcept {
+        return reinterpret_cast<shoal_env*>(memory_ + i * stride_);
+    }
+
+    /// Seeds env i from shoal_env_seed(seed, i) and starts its first episode.
+    void reset_range(size_t begin, size_t end, uint64_t seed) noexcept {
+        const size_t agents = size_t(spec_.num_agents);
+        for (size_t i = begin; i < end; ++i) {
+            shoal_env* base = env(i);
+            shoal_rng_seed(&base->rng, shoal_env_seed(seed, i));
+            std::memset(base->rewards, 0, agents * sizeof(float));
+            std::memset(base->terminals, 0, agents);
+            std::memset(base->truncations, 0, agents);
+            start_episode(base);
+            if (base->failed) any_failed_.store(true, std::memory_order_relaxed);
+        }
+    }
+
+    /// One step of envs [begin, end): the hot loop. Same-step autoreset, see env.h.
+    void step_range(size_t begin, size_t end) noexcept {
+        const size_t agents = size_t(spec_.num_agents);
+        for (size_t i = begin; i < end; ++i) {
+            shoal_env* base = env(i);
+            std::memset(base->rewards, 0, agents * sizeof(float));
+            std::memset(base->terminals, 0, agents);
+            std::memset(base->truncations, 0, agents);
+            bool over = spec_.step(base) != SHOAL_EPISODE_RUNNING;
+            base->tick += 1;
+            double reward = 0;
+            for (size_t a = 0; a < agents; ++a) reward += base->rewards[a];
+            base->episode_return += reward;
+            if (max_episode_steps_ != 0 && base->tick >= max_episode_steps_) {
+                std::memset(base->truncations, 1, agents);
+                over = true;
+            }
+            keep_final_observations(i, base);
+            if (over) {
+                EpisodeTally& tally = tallies_[i];
+                tally.return_sum += base->episode_return;
+                tally.length_sum += base->tick;
+                for (int32_t s = 0; s < spec_.num_stats; ++s) tally.stat_sums[s] += base->stats[s];
+                tally.episodes += 1;
+                start_episode(base);
+            }
+            if (base->failed) any_failed_.store(true, std::memory_order_relaxed);
+        }
+    }
+
+    /// True if some env reported a failure since the last take_failures().
+    [[nodiscard]] bool any_failed() const noexcept { return any_failed_.load(std::memory_order_relaxed); }
+
+    /// Messages "env <i> (<name>): <error>" of the failed envs, clearing their flags.
+    [[nodiscard]] std::vector<std::string> take_failures() {
+        std::vector<std::string> failures;
+        for (size_t i = 0; i < num_envs_; ++i) {
+            shoal_env* base = env(i);
+            if (!base->failed) continue;
+            failures.push_back("env " + std::to_string(i) + " (" + spec_.name + "): " + base->error);
+            base->failed = 0;
+            base->error[0] = '\0';
+        }
+        any_failed_.store(false, std::memory_order_relaxed);
+        return failures;
+    }
+
+    /// Sums and clears the tallies of every env (call between steps, not during).
+    [[nodiscard]] EpisodeTally collect_log() noexcept {
+        EpisodeTally total;
+        for (EpisodeTally& tally : tallies_) {
+            if (tally.episodes == 0) continue;
+            total.return_sum += tally.return_sum;
+            total.length_sum += tally.length_sum;
+            for (int32_t s = 0; s < spec_.num_stats; ++s) total.stat_sums[s] += tally.stat_sums[s];
+            total.episodes += tally.episodes;
+            tally = EpisodeTally{};
+        }
+        return total;
+    }
+
+   private:
+    void write_params(shoal_env* base, const double* values) const noexcept {
+        unsigned char* bytes = reinterpret_cast<unsigned char*>(base);
+        for (int32_t p = 0; p < spec_.num_params; ++p) {
+            const shoal_param& param = spec_.params[p];
+            const double value = values ? values[p] : param.default_value;
+            if (param.type == SHOAL_PARAM_INT32) {
+                const int32_t v = int32_t(value);
+                std::memcpy(bytes + param.offset, &v, sizeof v);
+            } else {
+                const float v = float(value);
+                std::memcpy(bytes + param.offset, &v, sizeof v);
+            }
+        }
+    }
+
+    void start_episode(shoal_env* base) noexcept {
+        std::memset(base->masks, 1, size_t(spec_.num_agents));
+        base->tick = 0;
+        base->episode_return = 0;
+        std::memset(base->stats, 0, sizeof base->stats);
+        spec_.reset(base);
+    }
+
+    void keep_final_observations(size_t i, shoal_env* base) const noexcept {
+        const size_t agents = size_t(spec_.num_agents);
+        const unsigned char* observations = static_cast<const unsigned char*>(base->observations);
+        unsigned char* finals = final_observations_ + i * agents * observation_bytes_;
+        for (size_t a = 0; a < agents; ++a)
+            if (base->terminals[a] | base->truncations[a])
+                std::memcpy(finals + a * observation_bytes_, observations + a * observation_bytes_,
+                            observation_bytes_);
+    }
+
+    void release(size_t initialized) noexcept {
+        if (!memory_) return;
+        if (spec_.close)
+            for (size_t i = 0; i < initialized; ++i) spec_.close(env(i));
+        ::operator delete(memory_, std::align_val_t(alignment_));
+        memory_ = nullptr;
+    }
+
+    const shoal_env_spec& spec_;
+    size_t num_envs_;
+    uint32_t max_episode_steps_;
+    size_t observation_bytes_;
+    size_t alignment_ = 64;
+    size_t stride_ = 0;
+    unsigned char* memory_ = nullptr;
+    unsigned char* final_observations_ = nullptr;
+    size_t initialized_ = 0;
+    std::vector<EpisodeTally> tallies_;
+    std::vector<char> errors_;
+    std::atomic<bool> any_failed_{false};
+};
+
+}  // namespace shoal

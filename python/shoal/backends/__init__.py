@@ -1,0 +1,1 @@
+"""Vectorization backends. Each registers itself with shoal.vector.register_backend."""

@@ -1,0 +1,62 @@
+"""What every vectorization backend shares: attributes, the sync facade, closing."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..call_order import CallOrder
+from ..spaces import ActionChecker, joint_space
+
+
+class VecEnv:
+    """Base of the backends: async_reset/send/recv are theirs; reset/step/close/with are here.
+
+    A backend sets, in __init__: driver_env, num_envs, num_agents, agents_per_batch,
+    single_observation_space, single_action_space, emulated; then calls ``_init_api()``.
+    """
+
+    #: keyword arguments of vector.make() this backend accepts (beyond num_envs and seed)
+    options: tuple[str, ...] = ()
+
+    def _init_api(self) -> None:
+        self.observation_space = joint_space(self.single_observation_space, self.agents_per_batch)
+        self.action_space = joint_space(self.single_action_space, self.agents_per_batch)
+        self._check_actions = ActionChecker(self.single_action_space, self.agents_per_batch)
+        self._order = CallOrder(type(self).__name__)
+        self.infos: list = []
+
+    def reset(self, seed: int | None = None):
+        """Resets every env; returns (observations, infos)."""
+        self.async_reset(seed)
+        observations, _, _, _, infos, _, _ = self.recv()
+        return observations, infos
+
+    def step(self, actions):
+        """send + recv; returns (observations, rewards, terminals, truncations, infos)."""
+        self.send(actions)
+        observations, rewards, terminals, truncations, infos, _, _ = self.recv()
+        return observations, rewards, terminals, truncations, infos
+
+    @property
+    def closed(self) -> bool:
+        return self._order.closed
+
+    def close(self) -> None:
+        """Releases envs, workers and memory. Safe to call more than once."""
+        if self._order.closed:
+            return
+        self._order.close()
+        self._close()
+
+    def _close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+
+def agent_id_range(start: int, end: int) -> np.ndarray:
+    return np.arange(start, end, dtype=np.int64)

@@ -1,0 +1,66 @@
+"""Preallocated batch buffers shared by env code and the caller (views, never copies)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Callable
+
+import numpy as np
+from gymnasium import spaces
+
+from .errors import APIUsageError
+from .spaces import action_dtype, action_shape
+
+Allocator = Callable[[tuple, np.dtype], np.ndarray]
+
+
+def zeros(shape: tuple, dtype: np.dtype) -> np.ndarray:
+    return np.zeros(shape, dtype=dtype)
+
+
+@dataclass
+class Buffers:
+    """Rows of a vector: one row per agent slot. Env code writes here; recv() returns views."""
+
+    observations: np.ndarray
+    final_observations: np.ndarray  # observation that ended each row's episode (valid where done)
+    actions: np.ndarray
+    rewards: np.ndarray
+    terminals: np.ndarray
+    truncations: np.ndarray
+    masks: np.ndarray
+
+    @classmethod
+    def allocate(cls, observation_space: spaces.Box, action_space: spaces.Space, rows: int,
+                 allocator: Allocator = zeros) -> "Buffers":
+        obs_shape = (rows, *observation_space.shape)
+        buf = cls(
+            observations=allocator(obs_shape, np.dtype(observation_space.dtype)),
+            final_observations=allocator(obs_shape, np.dtype(observation_space.dtype)),
+            actions=allocator((rows, *action_shape(action_space)), action_dtype(action_space)),
+            rewards=allocator((rows,), np.dtype(np.float32)),
+            terminals=allocator((rows,), np.dtype(bool)),
+            truncations=allocator((rows,), np.dtype(bool)),
+            masks=allocator((rows,), np.dtype(bool)),
+        )
+        buf.masks[:] = True
+        return buf
+
+    def rows(self, start: int, end: int) -> "Buffers":
+        """Views of rows [start, end)."""
+        return Buffers(**{f.name: getattr(self, f.name)[start:end] for f in fields(self)})
+
+    def check(self, observation_space: spaces.Box, action_space: spaces.Space, rows: int) -> "Buffers":
+        """Raises APIUsageError unless every buffer has the shape, dtype and layout the env needs."""
+        expected = Buffers.allocate(observation_space, action_space, 0)
+        for f in fields(self):
+            array, model = getattr(self, f.name), getattr(expected, f.name)
+            shape = (rows, *model.shape[1:])
+            if not isinstance(array, np.ndarray):
+                raise APIUsageError(f"buf.{f.name} must be a numpy array, got {type(array).__name__}")
+            if array.shape != shape or array.dtype != model.dtype:
+                raise APIUsageError(f"buf.{f.name} has shape {array.shape} and dtype {array.dtype}, "
+                                    f"expected {shape} and {model.dtype}")
+            if not array.flags.c_contiguous or not array.flags.writeable:
+                raise APIUsageError(f"buf.{f.name} must be C-contiguous and writeable")
+        return self

@@ -1,0 +1,47 @@
+"""The reset -> recv -> send -> recv ... call order every vectorized env enforces."""
+
+from __future__ import annotations
+
+from .errors import APIUsageError
+
+NEEDS_RESET, READY_TO_RECV, READY_TO_SEND, CLOSED = range(4)
+
+
+class CallOrder:
+    """Small state machine: each method checks the call is legal, then moves to the next state."""
+
+    def __init__(self, owner: str):
+        self.owner = owner
+        self.state = NEEDS_RESET
+
+    def reset(self) -> None:
+        self._check_open("reset")
+        self.state = READY_TO_RECV
+
+    def send(self) -> None:
+        self._check_open("send")
+        if self.state == NEEDS_RESET:
+            raise APIUsageError(f"{self.owner}: call reset() or async_reset() before send()")
+        if self.state == READY_TO_RECV:
+            raise APIUsageError(f"{self.owner}: send() called twice; call recv() to collect the "
+                                "results of the previous send() first")
+        self.state = READY_TO_RECV
+
+    def recv(self) -> None:
+        self._check_open("recv")
+        if self.state == NEEDS_RESET:
+            raise APIUsageError(f"{self.owner}: call reset() or async_reset() before recv()")
+        if self.state == READY_TO_SEND:
+            raise APIUsageError(f"{self.owner}: recv() called twice; call send(actions) between recv() calls")
+        self.state = READY_TO_SEND
+
+    def close(self) -> None:
+        self.state = CLOSED
+
+    @property
+    def closed(self) -> bool:
+        return self.state == CLOSED
+
+    def _check_open(self, call: str) -> None:
+        if self.state == CLOSED:
+            raise APIUsageError(f"{self.owner}: {call}() on a closed vector env")

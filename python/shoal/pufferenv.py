@@ -1,0 +1,98 @@
+"""PufferEnv: one env object that holds many agents and writes them into caller-owned buffers."""
+
+from __future__ import annotations
+
+import numpy as np
+from gymnasium import spaces
+
+from .buffers import Buffers
+from .call_order import CallOrder
+from .errors import APIUsageError
+from .spaces import ActionChecker, joint_space
+
+
+class PufferEnv:
+    """Base class of envs that step many agents at once, in place.
+
+    A subclass sets ``single_observation_space`` (a Box), ``single_action_space`` (Discrete,
+    MultiDiscrete or Box) and ``num_agents`` before calling ``super().__init__(buf)``, then
+    implements ``reset(seed=None) -> (observations, infos)`` and
+    ``step(actions) -> (observations, rewards, terminals, truncations, infos)`` by writing into
+    ``self.observations``, ``self.rewards``, ... (``infos`` is a list of dicts). Episodes that end
+    must be reset inside the same step, with the ended observation written to
+    ``self.final_observations``.
+
+    ``buf`` is a :class:`shoal.buffers.Buffers` of ``num_agents`` rows when a vectorizer owns the
+    memory, or None to allocate it here. ``num_envs`` is how many independent envs the object holds
+    (it decides how seeds are spread, see :mod:`shoal.seeding`).
+    """
+
+    num_envs = 1
+    emulated = None  # layout of the original spaces, for envs that flatten them (see emulation.py)
+
+    def __init__(self, buf: Buffers | None = None, seed: int = 0):
+        for name in ("single_observation_space", "single_action_space", "num_agents"):
+            if not hasattr(self, name):
+                raise APIUsageError(f"{type(self).__name__} must set self.{name} before PufferEnv.__init__")
+        if not isinstance(self.single_observation_space, spaces.Box):
+            raise APIUsageError(f"{type(self).__name__}.single_observation_space must be a Box, "
+                                f"got {type(self.single_observation_space).__name__}")
+        if not isinstance(self.num_agents, (int, np.integer)) or self.num_agents < 1:
+            raise APIUsageError(f"{type(self).__name__}.num_agents must be a positive int, got {self.num_agents!r}")
+        self._check_actions = ActionChecker(self.single_action_space, self.num_agents)
+        self.observation_space = joint_space(self.single_observation_space, self.num_agents)
+        self.action_space = joint_space(self.single_action_space, self.num_agents)
+        if buf is None:
+            buf = Buffers.allocate(self.single_observation_space, self.single_action_space, self.num_agents)
+        else:
+            buf.check(self.single_observation_space, self.single_action_space, self.num_agents)
+        self.buf = buf
+        self.observations = buf.observations
+        self.final_observations = buf.final_observations
+        self.actions = buf.actions
+        self.rewards = buf.rewards
+        self.terminals = buf.terminals
+        self.truncations = buf.truncations
+        self.masks = buf.masks
+        self.agent_ids = np.arange(self.num_agents)
+        self.seed = seed
+        self.infos: list = []
+        self._order = CallOrder(type(self).__name__)
+
+    # The vector API over this single object (what make(..., backend=PufferEnv) returns).
+    @property
+    def agents_per_batch(self) -> int:
+        return self.num_agents
+
+    @property
+    def driver_env(self) -> "PufferEnv":
+        return self
+
+    def reset(self, seed: int | None = None):
+        raise NotImplementedError
+
+    def step(self, actions):
+        raise NotImplementedError
+
+    def async_reset(self, seed: int | None = None) -> None:
+        self._order.reset()
+        _, self.infos = self.reset(seed)
+
+    def send(self, actions) -> None:
+        actions = self._check_actions(actions)
+        self._order.send()
+        _, _, _, _, self.infos = self.step(actions)
+
+    def recv(self):
+        self._order.recv()
+        return (self.observations, self.rewards, self.terminals, self.truncations, self.infos,
+                self.agent_ids, self.masks)
+
+    def close(self) -> None:
+        self._order.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
