@@ -52,7 +52,7 @@ inline void validate_spec(const shoal_env_spec& spec) {
     if (spec.env_align == 0 || (spec.env_align & (spec.env_align - 1)) != 0) fail("env_align must be a power of two");
     if (!spec.init || !spec.reset || !spec.step) fail("init, reset and step callbacks are required");
     if (spec.num_agents < 1) fail("num_agents must be >= 1");
-    dtype_size(spec.obs_dtype);
+    (void)dtype_size(spec.obs_dtype);
     if (spec.obs_ndim < 1 || spec.obs_ndim > SHOAL_MAX_OBS_DIMS) fail("obs_ndim must be in [1, 3]");
     for (int32_t d = 0; d < spec.obs_ndim; ++d)
         if (spec.obs_shape[d] < 1) fail("obs_shape entries must be >= 1");
@@ -106,10 +106,10 @@ class NativeVec {
         : spec_(spec),
           num_envs_(num_envs),
           max_episode_steps_(uint32_t(max_episode_steps)),
-          observation_bytes_(observation_size(spec) * dtype_size(spec.obs_dtype)),
           tallies_(num_envs),
           errors_(num_envs * SHOAL_ERROR_CAPACITY, '\0') {
         validate_spec(spec);
+        observation_bytes_ = observation_size(spec) * dtype_size(spec.obs_dtype);
         if (num_envs == 0) throw std::invalid_argument("num_envs must be >= 1");
         if (max_episode_steps < 0) throw std::invalid_argument("max_episode_steps must be >= 0");
         // Envs start on their own cache lines so two threads never write one line at a slice edge.
@@ -173,8 +173,10 @@ class NativeVec {
     }
 
     /// One step of envs [begin, end): the hot loop. Same-step autoreset, see env.h.
-    void step_range(size_t begin, size_t end) noexcept {
+    /// Returns how many episodes ended in the range.
+    uint64_t step_range(size_t begin, size_t end) noexcept {
         const size_t agents = size_t(spec_.num_agents);
+        uint64_t episodes = 0;
         for (size_t i = begin; i < end; ++i) {
             shoal_env* base = env(i);
             std::memset(base->rewards, 0, agents * sizeof(float));
@@ -196,10 +198,12 @@ class NativeVec {
                 tally.length_sum += base->tick;
                 for (int32_t s = 0; s < spec_.num_stats; ++s) tally.stat_sums[s] += base->stats[s];
                 tally.episodes += 1;
+                episodes += 1;
                 start_episode(base);
             }
             if (base->failed) any_failed_.store(true, std::memory_order_relaxed);
         }
+        return episodes;
     }
 
     /// True if some env reported a failure since the last take_failures().
@@ -278,7 +282,7 @@ class NativeVec {
     const shoal_env_spec& spec_;
     size_t num_envs_;
     uint32_t max_episode_steps_;
-    size_t observation_bytes_;
+    size_t observation_bytes_ = 0;
     size_t alignment_ = 64;
     size_t stride_ = 0;
     unsigned char* memory_ = nullptr;

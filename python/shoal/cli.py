@@ -1,0 +1,171 @@
+"""The `shoal` command: run the configured vector env, list envs, benchmark, autotune."""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import sys
+import time
+
+import numpy as np
+
+from . import __version__
+from .config import ConfigError, load, make_from_config
+from .errors import APIUsageError, EnvError
+
+
+def split_overrides(extra: list[str]) -> dict[str, str]:
+    """PufferLib-style overrides: --vec.max_num_threads 2 (or --vec.max_num_threads=2)."""
+    overrides, i = {}, 0
+    while i < len(extra):
+        arg = extra[i]
+        if not arg.startswith("--") or "." not in arg:
+            raise ConfigError(f"unrecognized argument {arg!r}; overrides look like --vec.num_envs 1024")
+        key, eq, value = arg[2:].partition("=")
+        if not eq:
+            if i + 1 >= len(extra):
+                raise ConfigError(f"override {arg} needs a value")
+            value, i = extra[i + 1], i + 1
+        overrides[key] = value
+        i += 1
+    return overrides
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def describe_vecenv(vecenv) -> dict:
+    import psutil
+    desc = {"backend": type(vecenv).__name__, "num_envs": vecenv.num_envs,
+            "agents_per_batch": vecenv.agents_per_batch}
+    for attr in ("max_num_threads", "num_workers", "batch_size", "start_method", "schedule"):
+        if hasattr(vecenv, attr):
+            desc[attr] = getattr(vecenv, attr)
+    desc.update(shoal=__version__, python=platform.python_version(), numpy=np.__version__,
+                cpu=cpu_model(), physical_cores=psutil.cpu_count(logical=False),
+                logical_cpus=psutil.cpu_count())
+    return desc
+
+
+def random_actions(vecenv, batches: int, seed: int) -> list[np.ndarray]:
+    """Valid actions generated in advance, so the timed loop measures the vector env only."""
+    space = vecenv.single_action_space
+    rng = np.random.default_rng(seed)
+    n = vecenv.agents_per_batch
+    out = []
+    for _ in range(batches):
+        if hasattr(space, "nvec"):
+            out.append((rng.random((n, *space.shape)) * space.nvec).astype(np.int32))
+        elif hasattr(space, "n"):
+            out.append(rng.integers(0, space.n, size=n, dtype=np.int32))
+        else:
+            out.append(rng.uniform(space.low, space.high, size=(n, *space.shape)).astype(np.float32))
+    return out
+
+
+def run_steps(vecenv, agent_steps: int, warmup: int, progress: bool, seed: int = 0) -> dict:
+    """Steps with random valid actions; returns SPS and episode stats of the timed part."""
+    from tqdm import tqdm
+
+    actions = random_actions(vecenv, 16, seed)
+    vecenv.async_reset(seed)
+    vecenv.recv()
+    for i in range(warmup):
+        vecenv.send(actions[i % 16])
+        vecenv.recv()
+    batches = max(1, -(-agent_steps // vecenv.agents_per_batch))
+    episodes, returns, lengths = 0, 0.0, 0.0
+    bar = tqdm(total=batches * vecenv.agents_per_batch, unit="step", unit_scale=True, disable=not progress,
+               file=sys.stderr, mininterval=0.5)
+    start = time.perf_counter()
+    for i in range(batches):
+        vecenv.send(actions[i % 16])
+        infos = vecenv.recv()[4]
+        for info in infos:
+            n = info.get("episodes", 1)
+            if "episode_return" in info:
+                episodes += n
+                returns += info["episode_return"] * n
+                lengths += info["episode_length"] * n
+        if progress and i % 64 == 0:
+            bar.update(64 * vecenv.agents_per_batch if i else vecenv.agents_per_batch)
+    elapsed = time.perf_counter() - start
+    bar.close()
+    steps = batches * vecenv.agents_per_batch
+    return {"agent_steps": steps, "seconds": elapsed, "sps": steps / elapsed, "episodes": episodes,
+            "mean_return": returns / episodes if episodes else float("nan"),
+            "mean_length": lengths / episodes if episodes else float("nan")}
+
+
+def cmd_run(args, overrides) -> int:
+    config = load(args.config, overrides)
+    steps = args.steps or config.run.get("steps", 1_000_000)
+    warmup = config.run.get("warmup", 10)
+    with make_from_config(config) as vecenv:
+        desc = describe_vecenv(vecenv)
+        print(f"shoal run: {config.env_name} from {config.path}")
+        for key, value in desc.items():
+            print(f"  {key}: {value}")
+        result = run_steps(vecenv, steps, warmup, progress=sys.stderr.isatty(), seed=config.vec.get("seed", 0))
+    print(f"  agent steps: {result['agent_steps']:,} in {result['seconds']:.2f} s")
+    print(f"  episodes: {result['episodes']:,}  mean return: {result['mean_return']:.2f}  "
+          f"mean length: {result['mean_length']:.1f}")
+    print(f"SPS: {result['sps']:,.0f}")
+    return 0
+
+
+def cmd_envs(args, overrides) -> int:
+    from .envs import BUNDLED
+    for name, cls in BUNDLED.items():
+        info = cls.describe()
+        print(f"{name}  ({cls.__name__}): {info['doc']}")
+        print(f"  agents/env: {info['num_agents']}  obs: {info['obs_dtype']}{list(info['obs_shape'])}  "
+              f"action: {info['action_kind']}{info['action_nvec'] if info['action_kind'] != 'box' else ''}  "
+              f"time limit: {info['max_episode_steps'] or 'none'}")
+        for p in info["params"]:
+            print(f"  param {p['name']} ({p['type']}, default {p['default']:g}, "
+                  f"range [{p['min']:g}, {p['max']:g}]): {p['doc']}")
+        if info["stats"]:
+            print(f"  stats: {', '.join(info['stats'])}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="shoal", description="Vectorized RL environments, fast.")
+    parser.add_argument("--version", action="version", version=f"shoal {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="step the configured env under the configured backend, report SPS")
+    run.add_argument("--config", help="config file (default: the embedded config.ini)")
+    run.add_argument("--steps", type=int, help="agent steps to time (default: [run] steps)")
+    run.set_defaults(func=cmd_run)
+    envs = sub.add_parser("envs", help="list the bundled native envs with spaces and parameters")
+    envs.set_defaults(func=cmd_envs)
+    try:
+        from . import tuning
+        tuning.add_commands(sub)
+    except ImportError:
+        pass
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    try:
+        overrides = split_overrides(extra)
+        return args.func(args, overrides)
+    except (ConfigError, APIUsageError, EnvError) as error:
+        print(f"shoal: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,218 @@
+"""config.ini: [env] picks the env and its parameters, [vec] picks and tunes the backend, [run] sizes a run.
+
+    [env]
+    name = cartpole            ; bundled native env, module:callable, or gymnasium:<EnvId>
+    some_param = 3             ; every other key is a keyword parameter of the env (typed)
+
+    [vec]
+    backend = Multithreading   ; Serial | Multiprocessing | Multithreading | PufferEnv | Ray
+    num_envs = 4096
+    max_num_threads = auto     ; Multithreading: threads incl. the caller (0/1 = caller only)
+    ...
+
+Every [vec] key is validated here, with errors that name the file, section, key and allowed values;
+make_from_config passes on the keys the chosen backend accepts.
+"""
+
+from __future__ import annotations
+
+import configparser
+import functools
+import importlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import APIUsageError
+
+def _default_config() -> Path:
+    # A wheel installs the repository's config.ini into the package; an editable install reads
+    # it from the repository root.
+    packaged = Path(__file__).with_name("config.ini")
+    return packaged if packaged.is_file() else Path(__file__).resolve().parents[2] / "config.ini"
+
+
+DEFAULT_CONFIG = _default_config()
+
+
+class ConfigError(APIUsageError):
+    """A config file or override is invalid; the message names file, section and key."""
+
+
+def _int(minimum: int, auto: bool = False):
+    def parse(text: str):
+        if auto and text == "auto":
+            return "auto"
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < minimum:
+            raise ValueError(f"an integer >= {minimum}" + (" or 'auto'" if auto else ""))
+        return value
+    return parse
+
+
+def _bool(text: str) -> bool:
+    lowered = text.lower()
+    if lowered in ("true", "yes", "on", "1"):
+        return True
+    if lowered in ("false", "no", "off", "0"):
+        return False
+    raise ValueError("true or false")
+
+
+def _choice(*choices: str):
+    def parse(text: str):
+        if text not in choices:
+            raise ValueError(" | ".join(choices))
+        return text
+    return parse
+
+
+def _backend(text: str) -> str:
+    from .vector import backend_names
+    names = {name.lower(): name for name in backend_names()}
+    if text.lower() not in names:
+        raise ValueError(" | ".join(backend_names()))
+    return names[text.lower()]
+
+
+VEC_KEYS = {
+    "backend": _backend,
+    "num_envs": _int(1),
+    "seed": _int(0),
+    "num_workers": _int(1, auto=True),
+    "batch_size": _int(1, auto=True),
+    "zero_copy": _bool,
+    "sync_traj": _bool,
+    "overwork": _bool,
+    "start_method": _choice("fork", "spawn", "forkserver"),
+    "max_num_threads": _int(0, auto=True),
+    "schedule": _choice("static", "dynamic"),
+    "pin_threads": _bool,
+    "ray_address": str,
+}
+RUN_KEYS = {"steps": _int(1), "repeats": _int(1), "warmup": _int(0)}
+SECTIONS = ("env", "vec", "run")
+
+
+def parse_value(text: str):
+    """Typed value of an [env] parameter: int, float, bool, else the string."""
+    for convert in (int, float):
+        try:
+            return convert(text)
+        except ValueError:
+            pass
+    try:
+        return _bool(text)
+    except ValueError:
+        return text
+
+
+@dataclass
+class Config:
+    """A validated config.ini."""
+
+    path: str
+    env_name: str
+    env_kwargs: dict = field(default_factory=dict)
+    vec: dict = field(default_factory=dict)
+    run: dict = field(default_factory=dict)
+
+    def effective_vec(self) -> dict:
+        """The [vec] keys the configured backend takes (others are kept for other backends)."""
+        from .vector import resolve_backend
+        backend = resolve_backend(self.vec.get("backend", "Serial"))
+        accepted = set(getattr(backend, "options", ())) | {"num_envs", "seed"}
+        return {k: v for k, v in self.vec.items() if k in accepted}
+
+
+def _error(path, section: str, key: str, allowed: str, got) -> ConfigError:
+    return ConfigError(f"{path}: [{section}] {key} = {got!r} is invalid; expected {allowed}")
+
+
+def load(path: str | Path | None = None, overrides: dict[str, str] | None = None) -> Config:
+    """Reads and validates a config file; ``overrides`` maps "section.key" to a string value."""
+    path = Path(path) if path is not None else DEFAULT_CONFIG
+    parser = configparser.ConfigParser(inline_comment_prefixes=(";", "#"), interpolation=None)
+    parser.optionxform = str  # keep parameter names' case
+    if not path.is_file():
+        raise ConfigError(f"config file {path} does not exist")
+    try:
+        parser.read(path)
+    except configparser.Error as error:
+        raise ConfigError(f"{path}: cannot parse: {error}") from None
+    for dotted, value in (overrides or {}).items():
+        section, _, key = dotted.partition(".")
+        if section not in SECTIONS or not key:
+            raise ConfigError(f"override --{dotted}: use --env.<key>, --vec.<key> or --run.<key>")
+        if not parser.has_section(section):
+            parser.add_section(section)
+        parser.set(section, key, str(value))
+    for section in parser.sections():
+        if section not in SECTIONS:
+            raise ConfigError(f"{path}: unknown section [{section}]; valid sections: {list(SECTIONS)}")
+
+    if not parser.has_option("env", "name"):
+        raise ConfigError(f"{path}: [env] name is missing (a bundled env such as cartpole, module:callable, "
+                          "or gymnasium:<EnvId>)")
+    env_kwargs = {k: parse_value(v) for k, v in parser.items("env") if k != "name"}
+    config = Config(str(path), parser.get("env", "name"), env_kwargs)
+    for section, keys, target in (("vec", VEC_KEYS, config.vec), ("run", RUN_KEYS, config.run)):
+        if not parser.has_section(section):
+            continue
+        for key, text in parser.items(section):
+            if key not in keys:
+                raise ConfigError(f"{path}: unknown key [{section}] {key}; valid keys: {sorted(keys)}")
+            try:
+                target[key] = keys[key](text.strip())
+            except ValueError as error:
+                raise _error(path, section, key, str(error), text) from None
+    resolve_env(config)  # fail now on a missing env, not in the middle of a run
+    return config
+
+
+def resolve_env(config: Config):
+    """The env creator named by [env] name."""
+    name = config.env_name
+    from .envs import BUNDLED
+    if name in BUNDLED:
+        return BUNDLED[name]
+    module_name, _, attr = name.partition(":")
+    if not attr:
+        raise ConfigError(f"{config.path}: [env] name = {name!r} is not a bundled env "
+                          f"({sorted(BUNDLED)}) nor module:callable nor gymnasium:<EnvId>")
+    if module_name == "gymnasium" and not attr.isidentifier():
+        import gymnasium
+        if attr not in gymnasium.registry:
+            raise ConfigError(f"{config.path}: [env] name = {name!r}: gymnasium has no env id {attr!r}")
+        return functools.partial(gymnasium.make, attr)
+    try:
+        module = importlib.import_module(module_name)
+        creator = getattr(module, attr)
+    except (ImportError, AttributeError) as error:
+        raise ConfigError(f"{config.path}: [env] name = {name!r} cannot be imported: {error}") from None
+    if not callable(creator):
+        raise ConfigError(f"{config.path}: [env] name = {name!r} is not callable")
+    return creator
+
+
+def make_from_config(config: Config | str | Path | None = None, overrides: dict[str, str] | None = None):
+    """Builds the vector env a config describes."""
+    from .native import NativeEnv
+    from .vector import make
+
+    if not isinstance(config, Config):
+        config = load(config, overrides)
+    creator = resolve_env(config)
+    vec = config.effective_vec()
+    env_kwargs = dict(config.env_kwargs)
+    backend = vec.pop("backend", "Serial")
+    num_envs = vec.pop("num_envs", 1)
+    if backend == "PufferEnv" and isinstance(creator, type) and issubclass(creator, NativeEnv):
+        env_kwargs["num_envs"] = num_envs  # one native object holding every env
+        num_envs = 1
+    try:
+        return make(creator, env_kwargs=env_kwargs, backend=backend, num_envs=num_envs, **vec)
+    except APIUsageError as error:
+        raise ConfigError(f"{config.path}: {error}") from None
