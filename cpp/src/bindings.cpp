@@ -1,15 +1,369 @@
-// shoal._native: the only file that includes pybind11. Converts, validates, releases the GIL.
+// shoal._native: the only file that includes pybind11. Converts, validates once, releases the GIL.
+#include <dlfcn.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <atomic>
+#include <cmath>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "shoal/env.h"
+#include "shoal/pool.hpp"
+#include "shoal/pool_probe.hpp"
 #include "shoal/rng.h"
+#include "shoal/vec.hpp"
 
 namespace py = pybind11;
+
+extern "C" {
+const shoal_env_spec* shoal_env_spec_cartpole(void);
+const shoal_env_spec* shoal_env_spec_squared(void);
+const shoal_env_spec* shoal_env_spec_grid(void);
+const shoal_env_spec* shoal_env_spec_deep(void);
+}
+
+namespace {
+
+/// A dlopen'ed env library; kept loaded as long as any spec or vector from it lives.
+struct Library {
+    void* handle = nullptr;
+    explicit Library(void* h) : handle(h) {}
+    Library(const Library&) = delete;
+    Library& operator=(const Library&) = delete;
+    // Never dlclose: env code may still be referenced by thread-local state of pool threads.
+};
+
+/// A spec plus what keeps its code loaded.
+struct Spec {
+    const shoal_env_spec* spec;
+    std::shared_ptr<Library> library;  // null for bundled envs
+    std::string path;                  // library path, empty for bundled envs
+    std::string name;                  // NAME of SHOAL_EXPORT_ENV
+};
+
+Spec bundled_spec(const std::string& name) {
+    static const std::pair<const char*, const shoal_env_spec* (*)()> bundled[] = {
+        {"cartpole", shoal_env_spec_cartpole},
+        {"squared", shoal_env_spec_squared},
+        {"grid", shoal_env_spec_grid},
+        {"deep", shoal_env_spec_deep},
+    };
+    for (const auto& [bundled_name, get] : bundled)
+        if (name == bundled_name) return Spec{get(), nullptr, "", name};
+    throw std::invalid_argument("no bundled native env named '" + name + "'");
+}
+
+std::vector<std::string> bundled_names() { return {"cartpole", "squared", "grid", "deep"}; }
+
+Spec load_spec(const std::string& path, const std::string& name) {
+    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) throw std::invalid_argument("cannot load native env library '" + path + "': " + dlerror());
+    const std::string symbol = "shoal_env_spec_" + name;
+    auto get = reinterpret_cast<const shoal_env_spec* (*)()>(dlsym(handle, symbol.c_str()));
+    if (!get)
+        throw std::invalid_argument("'" + path + "' does not export " + symbol +
+                                    "(); did the env use SHOAL_EXPORT_ENV(" + name + ", ...)?");
+    const shoal_env_spec* spec = get();
+    if (!spec) throw std::invalid_argument(symbol + "() returned NULL");
+    shoal::validate_spec(*spec);
+    return Spec{spec, std::make_shared<Library>(handle), path, name};
+}
+
+const char* dtype_name(shoal_dtype dtype) {
+    switch (dtype) {
+        case SHOAL_FLOAT32: return "float32";
+        case SHOAL_UINT8: return "uint8";
+        case SHOAL_INT8: return "int8";
+        case SHOAL_INT32: return "int32";
+    }
+    return "unknown";
+}
+
+shoal::Schedule parse_schedule(const std::string& schedule) {
+    if (schedule == "static") return shoal::Schedule::Static;
+    if (schedule == "dynamic") return shoal::Schedule::Dynamic;
+    throw std::invalid_argument("schedule must be 'static' or 'dynamic', got '" + schedule + "'");
+}
+
+template <class T>
+T* checked_buffer(py::array& array, const char* name, std::vector<py::ssize_t> shape) {
+    if (!py::isinstance<py::array_t<T>>(array) || array.dtype().kind() != py::dtype::of<T>().kind() ||
+        array.itemsize() != py::ssize_t(sizeof(T)))
+        throw std::invalid_argument(std::string(name) + " has dtype " + std::string(py::str(array.dtype())) +
+                                    ", expected " + std::string(py::str(py::dtype::of<T>())));
+    if (!(array.flags() & py::array::c_style) || !array.writeable())
+        throw std::invalid_argument(std::string(name) + " must be C-contiguous and writeable");
+    if (std::vector<py::ssize_t>(array.shape(), array.shape() + array.ndim()) != shape)
+        throw std::invalid_argument(std::string(name) + " has the wrong shape");
+    return static_cast<T*>(array.mutable_data());
+}
+
+void* checked_raw_buffer(py::array& array, const char* name, size_t expected_bytes) {
+    if (!(array.flags() & py::array::c_style) || !array.writeable())
+        throw std::invalid_argument(std::string(name) + " must be C-contiguous and writeable");
+    if (size_t(array.nbytes()) != expected_bytes)
+        throw std::invalid_argument(std::string(name) + " has " + std::to_string(array.nbytes()) +
+                                    " bytes, expected " + std::to_string(expected_bytes));
+    return array.mutable_data();
+}
+
+py::object env_error_type() {
+    static py::object type = py::module_::import("shoal.errors").attr("EnvError");
+    return type;
+}
+
+/// The envs of one vector and the pool that steps them. Steps run with the GIL released.
+class Vector {
+   public:
+    Vector(Spec spec, size_t num_envs, py::array_t<double, py::array::c_style | py::array::forcecast> params,
+           int32_t max_episode_steps, py::array observations, py::array final_observations, py::array actions,
+           py::array rewards, py::array terminals, py::array truncations, py::array masks, unsigned num_threads,
+           const std::string& schedule, size_t dynamic_chunk, bool pin_threads)
+        : spec_(std::move(spec)),
+          arrays_{observations, final_observations, actions, rewards, terminals, truncations, masks} {
+        const shoal_env_spec& s = *spec_.spec;
+        shoal::validate_spec(s);
+        if (num_envs == 0) throw std::invalid_argument("num_envs must be >= 1");
+        const size_t rows = num_envs * size_t(s.num_agents);
+        const size_t obs_bytes = shoal::observation_size(s) * shoal::dtype_size(s.obs_dtype);
+        if (params.ndim() != 2 || size_t(params.shape(0)) != num_envs || params.shape(1) != s.num_params)
+            throw std::invalid_argument("params must have shape (num_envs, num_params)");
+        shoal::VecBuffers buffers;
+        buffers.observations = checked_raw_buffer(observations, "observations", rows * obs_bytes);
+        buffers.final_observations = checked_raw_buffer(final_observations, "final_observations", rows * obs_bytes);
+        buffers.actions = checked_raw_buffer(actions, "actions", rows * size_t(s.action_dims) * 4);
+        const py::ssize_t r = py::ssize_t(rows);
+        buffers.rewards = checked_buffer<float>(rewards, "rewards", {r});
+        // numpy bool is one byte holding 0 or 1: the uint8_t flags of env.h.
+        buffers.terminals = reinterpret_cast<uint8_t*>(checked_buffer<bool>(terminals, "terminals", {r}));
+        buffers.truncations = reinterpret_cast<uint8_t*>(checked_buffer<bool>(truncations, "truncations", {r}));
+        buffers.masks = reinterpret_cast<uint8_t*>(checked_buffer<bool>(masks, "masks", {r}));
+        shoal::PoolOptions options;
+        options.schedule = parse_schedule(schedule);
+        options.dynamic_chunk = dynamic_chunk;
+        options.pin_threads = pin_threads;
+        pin_threads_ = pin_threads;
+        vec_ = std::make_unique<shoal::NativeVec>(s, num_envs, params.data(), max_episode_steps, buffers);
+        pool_ = std::make_unique<shoal::WorkerPool>(workers_for(num_threads), options);
+        num_threads_ = num_threads;
+    }
+
+    Vector(const Vector&) = delete;
+    Vector& operator=(const Vector&) = delete;
+
+    void reset(uint64_t seed) {
+        Busy busy(*this);
+        {
+            py::gil_scoped_release release;
+            auto body = [&](size_t begin, size_t end) { vec_->reset_range(begin, end, seed); };
+            pool_->parallel_for(vec_->num_envs(), body);
+        }
+        raise_failures();
+    }
+
+    /// Steps every env once; returns the number of episodes that ended.
+    uint64_t step() {
+        Busy busy(*this);
+        std::atomic<uint64_t> episodes{0};
+        {
+            py::gil_scoped_release release;
+            auto body = [&](size_t begin, size_t end) {
+                const uint64_t ended = vec_->step_range(begin, end);
+                if (ended) episodes.fetch_add(ended, std::memory_order_relaxed);
+            };
+            pool_->parallel_for(vec_->num_envs(), body);
+        }
+        raise_failures();
+        return episodes.load(std::memory_order_relaxed);
+    }
+
+    py::dict collect_log() {
+        Busy busy(*this);
+        const shoal::EpisodeTally tally = vec_->collect_log();
+        py::dict log;
+        log["episodes"] = tally.episodes;
+        if (tally.episodes == 0) return log;
+        const double n = double(tally.episodes);
+        log["episode_return"] = tally.return_sum / n;
+        log["episode_length"] = tally.length_sum / n;
+        const shoal_env_spec& s = *spec_.spec;
+        for (int32_t i = 0; i < s.num_stats; ++i) log[s.stat_names[i]] = tally.stat_sums[i] / n;
+        return log;
+    }
+
+    void set_num_threads(unsigned num_threads) {
+        Busy busy(*this);
+        py::gil_scoped_release release;
+        pool_->resize(workers_for(num_threads));
+        num_threads_ = num_threads;
+    }
+
+    void set_schedule(const std::string& schedule, size_t dynamic_chunk) {
+        Busy busy(*this);
+        shoal::PoolOptions options;
+        options.schedule = parse_schedule(schedule);
+        options.dynamic_chunk = dynamic_chunk;
+        options.pin_threads = pin_threads_;
+        pool_->set_options(options);
+    }
+
+    /// Threads stepping envs, the caller included, as requested (0 and 1 both mean the caller alone).
+    unsigned num_threads() const { return num_threads_; }
+
+    py::dict pool_stats() const {
+        const shoal::PoolStats stats = pool_->stats();
+        py::dict d;
+        d["rounds"] = stats.rounds;
+        d["chunks_by_caller"] = stats.chunks_by_caller;
+        d["chunks_by_workers"] = stats.chunks_by_workers;
+        d["worker_sleeps"] = stats.worker_sleeps;
+        d["worker_wakeups"] = stats.worker_wakeups;
+        return d;
+    }
+
+    /// Raw bytes of env i's struct (tests read and write env state through it).
+    py::memoryview env_memory(size_t i) {
+        if (i >= vec_->num_envs()) throw py::index_error("env index out of range");
+        return py::memoryview::from_memory(reinterpret_cast<void*>(vec_->env(i)), py::ssize_t(vec_->spec().env_size));
+    }
+
+    void close() {
+        Busy busy(*this);
+        py::gil_scoped_release release;
+        pool_.reset();
+        vec_.reset();
+    }
+
+    bool closed() const { return !vec_; }
+
+   private:
+    /// Rejects concurrent or post-close use from several Python threads instead of racing.
+    struct Busy {
+        Vector& self;
+        explicit Busy(Vector& v) : self(v) {
+            if (self.busy_.exchange(true)) throw std::runtime_error("native vector used from two threads at once");
+            if (!self.vec_) {
+                self.busy_ = false;
+                throw std::runtime_error("native vector is closed");
+            }
+        }
+        ~Busy() { self.busy_ = false; }
+    };
+
+    static unsigned workers_for(unsigned num_threads) { return num_threads > 1 ? num_threads - 1 : 0; }
+
+    void raise_failures() {
+        if (!vec_->any_failed()) return;
+        std::string message;
+        for (const std::string& failure : vec_->take_failures()) message += (message.empty() ? "" : "; ") + failure;
+        PyErr_SetString(env_error_type().ptr(), message.c_str());
+        throw py::error_already_set();
+    }
+
+    Spec spec_;
+    std::vector<py::array> arrays_;  // keeps the caller's buffers alive as long as the envs write them
+    std::unique_ptr<shoal::NativeVec> vec_;
+    std::unique_ptr<shoal::WorkerPool> pool_;
+    bool pin_threads_ = false;
+    unsigned num_threads_ = 0;
+    std::atomic<bool> busy_{false};
+};
+
+py::dict describe(const Spec& spec) {
+    const shoal_env_spec& s = *spec.spec;
+    py::dict d;
+    d["name"] = s.name;
+    d["doc"] = s.doc ? s.doc : "";
+    d["num_agents"] = s.num_agents;
+    d["obs_dtype"] = dtype_name(s.obs_dtype);
+    d["obs_shape"] = py::tuple(py::cast(std::vector<int32_t>(s.obs_shape, s.obs_shape + s.obs_ndim)));
+    d["obs_low"] = s.obs_low;
+    d["obs_high"] = s.obs_high;
+    const char* kinds[] = {"discrete", "multidiscrete", "box"};
+    d["action_kind"] = kinds[s.action_kind];
+    d["action_dims"] = s.action_dims;
+    d["action_nvec"] = std::vector<int32_t>(s.action_nvec, s.action_nvec + s.action_dims);
+    d["action_low"] = s.action_low;
+    d["action_high"] = s.action_high;
+    d["max_episode_steps"] = s.max_episode_steps;
+    py::list params;
+    for (int32_t i = 0; i < s.num_params; ++i) {
+        const shoal_param& p = s.params[i];
+        py::dict param;
+        param["name"] = p.name;
+        param["type"] = p.type == SHOAL_PARAM_INT32 ? "int" : "float";
+        param["default"] = p.default_value;
+        param["min"] = p.min_value;
+        param["max"] = p.max_value;
+        param["doc"] = p.doc ? p.doc : "";
+        params.append(param);
+    }
+    d["params"] = params;
+    d["stats"] = std::vector<std::string>(s.stat_names, s.stat_names + s.num_stats);
+    d["env_size"] = s.env_size;
+    return d;
+}
+
+}  // namespace
 
 PYBIND11_MODULE(_native, m) {
     m.doc() = "shoal's native core (private; use the shoal package)";
     m.attr("__version__") = SHOAL_VERSION;
+    m.attr("ABI_VERSION") = SHOAL_ABI_VERSION;
+    m.attr("ENV_BASE_SIZE") = sizeof(shoal_env);
+
     m.def("env_seed", &shoal_env_seed, py::arg("seed"), py::arg("index"),
           R"doc(Seed of env `index` under vector seed `seed` (same rule as shoal.seeding.env_seed).)doc");
+    m.def("physical_cores", &shoal::physical_core_count, "Physical CPU cores (best effort).");
+
+    py::class_<Spec>(m, "EnvSpec", "A native env type: sizes, spaces, parameters and callbacks.")
+        .def_property_readonly("name", [](const Spec& s) { return std::string(s.spec->name); })
+        .def("describe", &describe, "The spec as a dict (spaces, params, stats, time limit).")
+        .def(py::pickle(  // a spec crosses process boundaries as (library path, name)
+            [](const Spec& s) { return py::make_tuple(s.path, s.name); },
+            [](const py::tuple& state) {
+                const auto path = state[0].cast<std::string>();
+                const auto name = state[1].cast<std::string>();
+                return path.empty() ? bundled_spec(name) : load_spec(path, name);
+            }));
+    m.def("bundled_spec", &bundled_spec, py::arg("name"), "Spec of a bundled env.");
+    m.def("bundled_names", &bundled_names, "Names of the bundled envs.");
+    m.def("load_spec", &load_spec, py::arg("path"), py::arg("name"),
+          "Loads `shoal_env_spec_<name>` from a shared library built against shoal/env.h.");
+
+    py::class_<Vector>(m, "Vector", "Native envs over caller-owned buffers, stepped by a worker pool.")
+        .def(py::init<Spec, size_t, py::array_t<double, py::array::c_style | py::array::forcecast>, int32_t,
+                      py::array, py::array, py::array, py::array, py::array, py::array, py::array, unsigned,
+                      const std::string&, size_t, bool>(),
+             py::arg("spec"), py::arg("num_envs"), py::arg("params"), py::arg("max_episode_steps"),
+             py::arg("observations"), py::arg("final_observations"), py::arg("actions"), py::arg("rewards"),
+             py::arg("terminals"), py::arg("truncations"), py::arg("masks"), py::arg("num_threads"),
+             py::arg("schedule") = "static", py::arg("dynamic_chunk") = 0, py::arg("pin_threads") = false)
+        .def("reset", &Vector::reset, py::arg("seed"))
+        .def("step", &Vector::step, "Steps every env once (GIL released); returns episodes ended.")
+        .def("collect_log", &Vector::collect_log)
+        .def("set_num_threads", &Vector::set_num_threads, py::arg("num_threads"))
+        .def("set_schedule", &Vector::set_schedule, py::arg("schedule"), py::arg("dynamic_chunk") = 0)
+        .def_property_readonly("num_threads", &Vector::num_threads)
+        .def("pool_stats", &Vector::pool_stats)
+        .def("env_memory", &Vector::env_memory, py::arg("index"))
+        .def("close", &Vector::close)
+        .def_property_readonly("closed", &Vector::closed);
+
+    m.def(
+        "measure_fork_join_ns",
+        [](unsigned num_threads, size_t rounds, const std::string& schedule) {
+            shoal::PoolOptions options;
+            options.schedule = parse_schedule(schedule);
+            py::gil_scoped_release release;
+            shoal::WorkerPool pool(num_threads > 1 ? num_threads - 1 : 0, options);
+            return shoal::measure_fork_join_ns(pool, rounds);
+        },
+        py::arg("num_threads"), py::arg("rounds"), py::arg("schedule") = "static",
+        "Median-free mean cost of one fork-join round with a trivial body, in ns.");
 }

@@ -25,10 +25,9 @@ from pathlib import Path
 from .errors import APIUsageError
 
 def _default_config() -> Path:
-    # A wheel installs the repository's config.ini into the package; an editable install reads
-    # it from the repository root.
-    packaged = Path(__file__).with_name("config.ini")
-    return packaged if packaged.is_file() else Path(__file__).resolve().parents[2] / "config.ini"
+    # The repository's config.ini, installed beside the compiled module (see CMakeLists.txt).
+    from . import DATA_DIR
+    return DATA_DIR / "config.ini"
 
 
 DEFAULT_CONFIG = _default_config()

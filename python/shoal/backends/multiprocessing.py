@@ -1,0 +1,677 @@
+"""Multiprocessing: one OS process per worker, each stepping a Serial over its slice of envs.
+
+Memory. Every buffer (observations, final observations, actions, rewards, terminals, truncations,
+masks) and the per-worker control bytes live in ONE ``multiprocessing.RawArray``. Its arena is an
+already-unlinked file in /dev/shm (or an anonymous map), so nothing named can leak: the memory goes
+away with the last process that maps it. Workers write results straight into their rows.
+
+Hand-off protocol (per worker ``w``; no busy-waiting beyond a bounded spin):
+
+* caller -> worker: the caller writes the actions into the shared rows, sets ``state[w] = BUSY``
+  and ``command[w]``, then posts ``command_sems[w]`` once per command. The worker waits for that
+  semaphore: ``WORKER_SPIN_S`` of try-acquire + sched_yield, then a blocking acquire that wakes every
+  ``PARENT_CHECK_S`` to exit if the caller died.
+* worker -> caller: the worker writes its results, sets ``state[w]`` to IDLE (nothing to say) or
+  MESSAGE (infos or an error follow on its pipe), posts the shared ``done_sem``, then sends the
+  message. The caller scans ``state`` for its outstanding workers; when a batch is not complete yet,
+  it waits on ``done_sem``: ``RECV_SPIN_S`` of try-acquire + sched_yield, then blocking acquires of
+  ``LIVENESS_CHECK_S`` with a liveness check of the outstanding workers after each one.
+* ``done_sem`` stays balanced: each completion the caller observes consumes one count (possibly
+  later: ``_owed``), and a count taken while waiting pre-pays the next observed completion. So a count
+  left in the semaphore always means a completion the caller has not seen: no lost wake-up, no drift.
+
+Batching (PufferLib 3.0 semantics): all workers (full sync); one worker per batch; contiguous blocks
+of workers returned as views (``zero_copy=True``); the first ready workers copied into a batch buffer
+(``zero_copy=False``); ``sync_traj=True`` returns workers in the order they were sent.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import multiprocessing
+import multiprocessing.connection
+import os
+import pickle
+import signal
+import sys
+import time
+import traceback
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..buffers import Buffers
+from ..call_order import NEEDS_RESET
+from ..errors import APIUsageError, EnvError, WorkerError
+from ..seeding import check_seed, offset_seed
+from .base import VecEnv, agent_id_range
+from .serial import Serial, probe
+
+# state[w]: written BUSY by the caller when it dispatches, IDLE or MESSAGE by the worker when done.
+IDLE, BUSY, MESSAGE = 0, 1, 2
+# command[w]: written by the caller before it posts command_sems[w].
+STEP, RESET, CLOSE = 1, 2, 3
+
+START_METHODS = ("fork", "spawn", "forkserver")
+
+# Spin lengths, tuned on a 2-vCPU VM (see bench/bench_python_backends.py). A worker that just finished
+# keeps polling for its next command this long before it sleeps: long enough to cover the caller's
+# turnaround between recv() and send(), short enough that idle workers cost nothing measurable.
+WORKER_SPIN_S = 0.0005
+# The caller polls this long for a completion before it sleeps on the done semaphore.
+RECV_SPIN_S = 0.0002
+# Sleeping caller: how often it checks that outstanding workers are alive (WorkerError latency).
+LIVENESS_CHECK_S = 0.1
+# Sleeping worker: how often it checks that the caller is alive (orphans exit within this).
+PARENT_CHECK_S = 1.0
+# close(): how long workers get to exit after CLOSE before they are killed.
+CLOSE_TIMEOUT_S = 2.0
+
+_sched_yield = getattr(os, "sched_yield", None) or (lambda: time.sleep(0))
+
+ALIGN = 64  # bytes; every shared array starts on its own cache line
+
+
+class _Carver:
+    """Allocator for Buffers.allocate that cuts consecutive, aligned arrays out of one byte array.
+
+    With ``memory=None`` it only measures (returns private arrays); the caller and every worker run
+    the same sequence of allocations, so they agree on every offset.
+    """
+
+    def __init__(self, memory: np.ndarray | None):
+        self.memory = memory
+        self.offset = 0
+
+    def __call__(self, shape: tuple, dtype) -> np.ndarray:
+        dtype = np.dtype(dtype)
+        start = -(-self.offset // ALIGN) * ALIGN
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        self.offset = start + nbytes
+        if self.memory is None:
+            return np.empty(shape, dtype)
+        return self.memory[start:start + nbytes].view(dtype).reshape(shape)
+
+
+@dataclass
+class _Shared:
+    """Views of the shared block: the buffers of every row plus the per-worker control arrays."""
+
+    buf: Buffers
+    state: np.ndarray    # uint8[num_workers]
+    command: np.ndarray  # uint8[num_workers]
+    seeds: np.ndarray    # uint64[num_workers], the Serial seed of each worker's next reset
+
+
+def _carve(memory, observation_space, action_space, rows: int, num_workers: int) -> tuple[_Shared, int]:
+    carver = _Carver(memory)
+    buf = Buffers.allocate(observation_space, action_space, rows, allocator=carver)
+    shared = _Shared(buf, carver((num_workers,), np.uint8), carver((num_workers,), np.uint8),
+                     carver((num_workers,), np.uint64))
+    return shared, carver.offset
+
+
+def _shared_views(raw, observation_space, action_space, rows: int, num_workers: int) -> _Shared:
+    memory = np.frombuffer(raw, dtype=np.uint8)
+    return _carve(memory, observation_space, action_space, rows, num_workers)[0]
+
+
+@dataclass
+class _WorkerSpec:
+    """Everything a worker needs besides the shared objects (picklable with the standard pickle)."""
+
+    index: int
+    first_env: int           # index (in make()'s list) of this worker's first env
+    envs_per_worker: int
+    rows_per_worker: int
+    num_agents: int          # rows of the whole vector
+    num_workers: int
+    observation_space: object
+    action_space: object
+    parent_pid: int
+    worker_spin_s: float
+
+
+# ---------------------------------------------------------------------------------------------------
+# Worker process
+# ---------------------------------------------------------------------------------------------------
+
+def _worker_main(spec: _WorkerSpec, raw, payload, conn, command_sem, done_sem) -> None:
+    """Entry point of a worker process: build the Serial, then serve commands until CLOSE."""
+    # Ctrl-C reaches the whole process group; the caller decides what happens to workers.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    w = spec.index
+    start_ppid = os.getppid()
+    try:
+        creators, args, kwargs = pickle.loads(payload) if isinstance(payload, bytes) else payload
+        shared = _shared_views(raw, spec.observation_space, spec.action_space, spec.num_agents,
+                               spec.num_workers)
+        first_row = w * spec.rows_per_worker
+        rows = shared.buf.rows(first_row, first_row + spec.rows_per_worker)
+        envs = Serial(creators, args, kwargs, spec.envs_per_worker, buf=rows)
+        internal_envs = sum(env.num_envs for env in envs.envs)
+    except BaseException as exc:
+        conn.send(("error", None, *_describe(exc)))
+        return
+    conn.send(("ready", internal_envs))
+
+    state, command, seeds = shared.state, shared.command, shared.seeds
+    actions = rows.actions
+    pairs = list(zip(envs.envs, envs.row_slices))
+    seeded = list(zip(envs.envs, envs.env_offsets))
+
+    def wait_for_command() -> bool:
+        if command_sem.acquire(False):
+            return True
+        deadline = time.perf_counter() + spec.worker_spin_s
+        while time.perf_counter() < deadline:
+            _sched_yield()
+            if command_sem.acquire(False):
+                return True
+        while not command_sem.acquire(True, PARENT_CHECK_S):
+            if os.getppid() != start_ppid or not _pid_alive(spec.parent_pid):
+                return False  # orphaned: the caller died without closing us
+        return True
+
+    try:
+        while wait_for_command():
+            cmd = command[w]
+            if cmd == CLOSE:
+                break
+            infos: list = []
+            current = 0
+            try:
+                if cmd == STEP:
+                    for current, (env, env_rows) in enumerate(pairs):
+                        env_infos = env.step(actions[env_rows])[4]
+                        if env_infos:
+                            infos.extend(env_infos)
+                else:
+                    seed = int(seeds[w])
+                    for current, (env, offset) in enumerate(seeded):
+                        env_infos = env.reset(seed=offset_seed(seed, offset))[1]
+                        if env_infos:
+                            infos.extend(env_infos)
+                message = ("infos", infos) if infos else None
+            except Exception as exc:
+                message = ("error", spec.first_env + current, *_describe(exc))
+            if message is None:
+                state[w] = IDLE
+                done_sem.release()
+                continue
+            state[w] = MESSAGE
+            done_sem.release()
+            try:
+                conn.send(message)
+            except (BrokenPipeError, EOFError, OSError):
+                break  # the caller is gone
+            except Exception as exc:  # infos that cannot be pickled
+                conn.send(("error", None, *_describe(exc, "could not send infos to the caller: ")))
+    finally:
+        for env in envs.envs:
+            try:
+                env.close()
+            except Exception:
+                pass  # the process is exiting; a failing env.close() must not keep it alive
+        conn.close()
+
+
+def _describe(exc: BaseException, prefix: str = "") -> tuple[str, str, str]:
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return type(exc).__name__, prefix + str(exc), text
+
+
+def _pid_alive(pid: int) -> bool:
+    if os.name == "posix":
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    import psutil
+    return psutil.pid_exists(pid)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Caller side
+# ---------------------------------------------------------------------------------------------------
+
+class _Pool:
+    """Processes, pipes, semaphores and shared memory of one vector. Knows nothing of the VecEnv, so
+    a weakref.finalize can shut it down when the VecEnv is collected or the interpreter exits."""
+
+    def __init__(self):
+        self.owner_pid = os.getpid()
+        self.processes: list = []
+        self.conns: list = []
+        self.command_sems: list = []
+        self.done_sem = None
+        self.raw = None
+        self.command: np.ndarray | None = None
+
+    def shutdown(self, timeout: float = CLOSE_TIMEOUT_S) -> None:
+        """Asks every worker to exit, kills the ones that do not in time, reaps all, frees everything."""
+        if os.getpid() != self.owner_pid:
+            return  # a forked child holds a copy of this object; its workers are not its own
+        processes = self.processes  # only started ones are recorded
+        alive = [i for i, p in enumerate(processes) if p.exitcode is None]
+        for i in alive:
+            if self.command is not None:
+                self.command[i] = CLOSE
+            self.command_sems[i].release()
+        deadline = time.monotonic() + timeout
+        while alive:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            for i in alive:  # a worker blocked sending infos must be able to finish
+                self._drain(i)
+            multiprocessing.connection.wait([self.processes[i].sentinel for i in alive],
+                                            timeout=min(remaining, 0.05))
+            alive = [i for i in alive if self.processes[i].exitcode is None]
+        for i in alive:
+            self.processes[i].kill()
+        for p in processes:
+            p.join(timeout=5.0)
+            if p.exitcode is not None:
+                p.close()
+        for conn in self.conns:
+            conn.close()
+        self.processes, self.conns, self.command_sems = [], [], []
+        self.done_sem = self.raw = self.command = None
+
+    def _drain(self, i: int) -> None:
+        conn = self.conns[i]
+        try:
+            while conn.poll(0):
+                conn.recv()
+        except (EOFError, OSError):
+            pass
+
+
+def _check_bool(value, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise APIUsageError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def default_start_method() -> str:
+    return "fork" if sys.platform.startswith("linux") else "spawn"
+
+
+class Multiprocessing(VecEnv):
+    """Envs in worker processes (one Serial each) over shared memory; four batching modes.
+
+    ``num_workers`` processes (default: physical cores) each own ``num_envs / num_workers`` envs.
+    ``recv()`` returns ``batch_size`` envs' rows (``agents_per_batch``), ``send()`` steps exactly
+    those. Results are bit-identical, env by env, to Serial with the same seed.
+    """
+
+    options = ("num_workers", "batch_size", "zero_copy", "sync_traj", "overwork", "start_method")
+
+    def __init__(self, env_creators, env_args, env_kwargs, num_envs: int, seed: int = 0,
+                 num_workers=None, batch_size=None, zero_copy: bool = True, sync_traj: bool = True,
+                 overwork: bool = False, start_method: str | None = None, **options):
+        from ..vector import worker_layout  # vector imports the backends; import it lazily
+
+        if options:
+            raise APIUsageError(f"invalid argument(s) {sorted(options)} for backend Multiprocessing; "
+                                f"valid: {sorted(self.options)}")
+        self.seed = check_seed(seed)
+        zero_copy = _check_bool(zero_copy, "zero_copy")
+        self.sync_traj = _check_bool(sync_traj, "sync_traj")
+        self.overwork = _check_bool(overwork, "overwork")
+        layout = worker_layout(num_envs, num_workers, batch_size, zero_copy, self.overwork)
+        if start_method is None:
+            start_method = default_start_method()
+        available = multiprocessing.get_all_start_methods()
+        if start_method not in START_METHODS or start_method not in available:
+            raise APIUsageError(f"start_method must be one of {[m for m in START_METHODS if m in available]} "
+                                f"on this platform, got {start_method!r}")
+        self.start_method = start_method
+        self.num_envs = num_envs
+        self.num_workers = layout.num_workers
+        self.batch_size = layout.batch_size
+        self.zero_copy = layout.zero_copy
+        self.envs_per_worker = layout.envs_per_worker
+        self.workers_per_batch = wpb = layout.workers_per_batch
+        if start_method == "fork":
+            payloads = [(env_creators[s], env_args[s], env_kwargs[s]) for s in self._env_slices()]
+        else:
+            payloads = [self._pickle_slice(env_creators, env_args, env_kwargs, s) for s in self._env_slices()]
+
+        # The driver env tells spaces and agents per env; it stays in this process.
+        self.driver_env, _ = probe(env_creators[0], env_args[0], env_kwargs[0])
+        driver = self.driver_env
+        self.single_observation_space = driver.single_observation_space
+        self.single_action_space = driver.single_action_space
+        self.emulated = driver.emulated
+        self.agents_per_env = driver.num_agents
+        self.rows_per_worker = rows = driver.num_agents * self.envs_per_worker
+        self.num_agents = rows * self.num_workers
+        self.agents_per_batch = rows * wpb
+
+        context = multiprocessing.get_context(start_method)
+        pool = self._pool = _Pool()
+        self._finalizer = weakref.finalize(self, pool.shutdown)
+        try:
+            _, nbytes = _carve(None, self.single_observation_space, self.single_action_space,
+                               self.num_agents, self.num_workers)
+            pool.raw = context.RawArray(ctypes.c_uint8, max(nbytes, 1))
+            shared = _shared_views(pool.raw, self.single_observation_space, self.single_action_space,
+                                   self.num_agents, self.num_workers)
+            self.buf = shared.buf
+            self._state, self._command, self._seeds = shared.state, shared.command, shared.seeds
+            pool.command = self._command
+            self._state[:] = IDLE
+            pool.done_sem = context.Semaphore(0)
+            for w in range(self.num_workers):
+                receiver, sender = context.Pipe(duplex=False)
+                sem = context.Semaphore(0)
+                spec = _WorkerSpec(w, w * self.envs_per_worker, self.envs_per_worker, rows, self.num_agents,
+                                   self.num_workers, self.single_observation_space,
+                                   self.single_action_space, os.getpid(), WORKER_SPIN_S)
+                process = context.Process(target=_worker_main, name=f"shoal-worker-{w}", daemon=True,
+                                          args=(spec, pool.raw, payloads[w], sender, sem, pool.done_sem))
+                try:
+                    process.start()
+                finally:
+                    sender.close()
+                    if process.pid is None:
+                        receiver.close()
+                pool.processes.append(process)
+                pool.conns.append(receiver)
+                pool.command_sems.append(sem)
+            internal = [self._handshake(w) for w in range(self.num_workers)]
+        except BaseException:
+            self._finalizer()
+            driver.close()
+            raise
+        self._processes, self._conns, self._command_sems = pool.processes, pool.conns, pool.command_sems
+        self._done_sem = pool.done_sem
+        # Global index of each worker's first internal env: worker w's Serial is reset with
+        # offset_seed(seed, offset), so every env draws the same stream as under Serial.
+        self._env_offsets = np.concatenate([[0], np.cumsum(internal)[:-1]]).astype(int).tolist()
+
+        self._copy_mode = (not self.zero_copy) and 1 < wpb < self.num_workers
+        buf = self.buf
+        if self._copy_mode:
+            self._batch_buf = Buffers.allocate(self.single_observation_space, self.single_action_space,
+                                               self.agents_per_batch)
+            self._batch_ids = np.empty(self.agents_per_batch, dtype=np.int64)
+            self._worker_ids = [agent_id_range(w * rows, (w + 1) * rows) for w in range(self.num_workers)]
+        else:
+            # One tuple of views per block of workers_per_batch consecutive workers.
+            self._views = []
+            for b in range(self.num_workers // wpb):
+                r = slice(b * self.agents_per_batch, (b + 1) * self.agents_per_batch)
+                self._views.append((buf.observations[r], buf.rewards[r], buf.terminals[r],
+                                    buf.truncations[r], agent_id_range(r.start, r.stop), buf.masks[r],
+                                    buf.final_observations[r], buf.actions[r]))
+        self._busy: list[int] = []      # dispatched, not completed (dispatch order)
+        self._ready: list[int] = []     # completed, not returned yet (order of discovery)
+        self._is_ready = [False] * self.num_workers
+        self._pending: list[int] = []   # dispatched, not returned yet (dispatch order; sync_traj)
+        self._owed = 0                  # observed completions whose done_sem count is not taken yet
+        self._worker_infos: list[list] = [[] for _ in range(self.num_workers)]
+        self._batch: list[int] = []
+        self._batch_block = 0
+        self.observations = buf.observations
+        self.final_observations = buf.final_observations
+        self._init_api()
+
+    # -- construction helpers ----------------------------------------------------------------------
+
+    def _env_slices(self) -> list[slice]:
+        n = self.envs_per_worker
+        return [slice(w * n, (w + 1) * n) for w in range(self.num_workers)]
+
+    def _pickle_slice(self, env_creators, env_args, env_kwargs, s: slice) -> bytes:
+        import cloudpickle
+        try:
+            return cloudpickle.dumps((env_creators[s], env_args[s], env_kwargs[s]))
+        except Exception as exc:
+            raise APIUsageError(f"start_method={self.start_method!r} ships env creators, args and kwargs "
+                                f"to the workers with cloudpickle, which failed: {exc}. Use picklable "
+                                "creators or start_method='fork'") from exc
+
+    def _handshake(self, w: int) -> int:
+        """Waits for worker w to build its envs; returns its number of internal envs."""
+        conn, process = self._pool.conns[w], self._pool.processes[w]
+        while not conn.poll(LIVENESS_CHECK_S):
+            if process.exitcode is not None:
+                raise WorkerError(f"worker {w} (pid {process.pid}) {_exit_reason(process.exitcode)} while "
+                                  f"creating envs {self._env_range(w)}")
+        try:
+            message = conn.recv()
+        except (EOFError, OSError) as exc:
+            raise WorkerError(f"worker {w} closed its pipe while creating envs {self._env_range(w)}") from exc
+        if message[0] == "error":
+            _, _, name, text, tb = message
+            raise EnvError(f"worker {w} failed to create envs {self._env_range(w)}: {name}: {text}\n\n"
+                           f"Traceback in worker {w} (pid {process.pid}):\n{tb}")
+        return message[1]
+
+    def _env_range(self, w: int) -> str:
+        return f"{w * self.envs_per_worker}..{(w + 1) * self.envs_per_worker - 1}"
+
+    # -- the API -----------------------------------------------------------------------------------
+
+    def async_reset(self, seed: int | None = None) -> None:
+        seed = self.seed if seed is None else check_seed(seed)
+        self._order.reset()
+        try:
+            self._drain()  # steps still in flight finish first; their results are dropped
+        except WorkerError:
+            raise
+        except EnvError:
+            self._order.state = NEEDS_RESET
+            raise
+        self._ready.clear()
+        self._is_ready = [False] * self.num_workers
+        self._pending = []
+        for w in range(self.num_workers):
+            self._seeds[w] = offset_seed(seed, self._env_offsets[w])
+            self._dispatch(w, RESET)
+
+    def send(self, actions) -> None:
+        actions = self._check_actions(actions)
+        self._order.send()
+        if self._copy_mode:
+            shared = self.buf.actions
+            rows = self.rows_per_worker
+            for i, w in enumerate(self._batch):
+                np.copyto(shared[w * rows:(w + 1) * rows], actions[i * rows:(i + 1) * rows], casting="unsafe")
+        else:
+            np.copyto(self._views[self._batch_block][7], actions, casting="unsafe")
+        for w in self._batch:
+            self._dispatch(w, STEP)
+
+    def recv(self):
+        self._order.recv()
+        try:
+            batch = self._next_batch()
+        except WorkerError:
+            raise
+        except EnvError:
+            self._order.state = NEEDS_RESET
+            raise
+        self._batch = batch
+        infos = []
+        for w in batch:
+            if self._worker_infos[w]:
+                infos.extend(self._worker_infos[w])
+                self._worker_infos[w] = []
+        self.infos = infos
+        if self._copy_mode:
+            return self._gather(batch, infos)
+        block = batch[0] // self.workers_per_batch
+        self._batch_block = block
+        obs, rewards, terminals, truncations, ids, masks, final, _ = self._views[block]
+        self.observations, self.final_observations = obs, final
+        return obs, rewards, terminals, truncations, infos, ids, masks
+
+    def _gather(self, batch: list[int], infos: list):
+        src, dst, rows = self.buf, self._batch_buf, self.rows_per_worker
+        for i, w in enumerate(batch):
+            s, d = slice(w * rows, (w + 1) * rows), slice(i * rows, (i + 1) * rows)
+            dst.observations[d] = src.observations[s]
+            dst.final_observations[d] = src.final_observations[s]
+            dst.rewards[d] = src.rewards[s]
+            dst.terminals[d] = src.terminals[s]
+            dst.truncations[d] = src.truncations[s]
+            dst.masks[d] = src.masks[s]
+            self._batch_ids[d] = self._worker_ids[w]
+        self.observations, self.final_observations = dst.observations, dst.final_observations
+        return (dst.observations, dst.rewards, dst.terminals, dst.truncations, infos, self._batch_ids,
+                dst.masks)
+
+    # -- hand-off ----------------------------------------------------------------------------------
+
+    def _dispatch(self, w: int, command: int) -> None:
+        self._state[w] = BUSY
+        self._command[w] = command
+        self._command_sems[w].release()
+        self._busy.append(w)
+        if self.sync_traj:
+            self._pending.append(w)
+
+    def _next_batch(self) -> list[int]:
+        while True:
+            if self._busy:
+                self._poll()
+            batch = self._select()
+            if batch is not None:
+                return batch
+            if not self._busy:
+                raise RuntimeError("Multiprocessing: no worker in flight and no batch ready (internal error)")
+            self._wait_for_completion()
+
+    def _poll(self) -> None:
+        """Moves completed workers from busy to ready, reading their messages (which may raise)."""
+        state, busy = self._state, self._busy
+        i = 0
+        while i < len(busy):
+            w = busy[i]
+            s = state[w]
+            if s == BUSY:
+                i += 1
+                continue
+            del busy[i]
+            if self._owed < 0:
+                self._owed += 1  # pre-paid by _wait_for_completion
+            elif not self._done_sem.acquire(False):
+                self._owed += 1  # its count is posted right after its state; taken later
+            self._ready.append(w)
+            self._is_ready[w] = True
+            if s == MESSAGE:
+                self._read_message(w)
+
+    def _select(self) -> list[int] | None:
+        wpb, ready = self.workers_per_batch, self._ready
+        if len(ready) < wpb:
+            return None
+        if wpb == self.num_workers:
+            batch = list(range(wpb))
+        elif self.sync_traj:
+            batch = self._pending[:wpb]
+            if not all(self._is_ready[w] for w in batch):
+                return None
+            del self._pending[:wpb]
+        elif wpb == 1:
+            batch = [ready[0]]
+        elif self.zero_copy:
+            for w in ready:
+                first = w - w % wpb
+                if all(self._is_ready[first:first + wpb]):
+                    batch = list(range(first, first + wpb))
+                    break
+            else:
+                return None
+        else:
+            batch = ready[:wpb]
+        if wpb == self.num_workers:
+            ready.clear()
+            self._pending.clear()
+        else:
+            chosen = set(batch)
+            self._ready = [w for w in ready if w not in chosen]
+        for w in batch:
+            self._is_ready[w] = False
+        return batch
+
+    def _wait_for_completion(self) -> None:
+        """Returns once a completion not yet observed has been posted; checks liveness while asleep."""
+        done = self._done_sem
+        while self._owed > 0:  # counts of completions already seen: posted right after their state
+            if done.acquire(True, LIVENESS_CHECK_S):
+                self._owed -= 1
+            else:
+                self._check_alive(range(self.num_workers))
+        if not done.acquire(False):
+            deadline = time.perf_counter() + RECV_SPIN_S
+            while True:
+                if time.perf_counter() >= deadline:
+                    while not done.acquire(True, LIVENESS_CHECK_S):
+                        self._check_alive(self._busy)
+                    break
+                _sched_yield()
+                if done.acquire(False):
+                    break
+        self._owed -= 1  # this count belongs to the next completion _poll observes
+
+    def _read_message(self, w: int) -> None:
+        conn, process = self._conns[w], self._processes[w]
+        while not conn.poll(LIVENESS_CHECK_S):
+            self._check_alive([w])
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            self._check_alive([w])
+            self._fail(WorkerError(f"worker {w} (pid {process.pid}) closed its pipe unexpectedly"))
+        if message[0] == "infos":
+            self._worker_infos[w] = message[1]
+            return
+        _, env_index, name, text, tb = message
+        where = f"env {env_index} (worker {w})" if env_index is not None else f"worker {w}"
+        raise EnvError(f"{where} raised {name}: {text}\n\nTraceback in worker {w} (pid {process.pid}):\n{tb}"
+                       "\nCall reset() before stepping again.")
+
+    def _check_alive(self, workers) -> None:
+        for w in workers:
+            process = self._processes[w]
+            if process.exitcode is not None:
+                self._fail(WorkerError(f"worker {w} (pid {process.pid}) {_exit_reason(process.exitcode)}; "
+                                       f"it held envs {self._env_range(w)}. The vector env is closed."))
+
+    def _fail(self, error: WorkerError):
+        self.close()
+        raise error
+
+    def _drain(self) -> None:
+        """Waits until no worker is in flight (results are dropped)."""
+        while self._busy:
+            self._poll()
+            if self._busy:
+                self._wait_for_completion()
+
+    def _close(self) -> None:
+        self._finalizer()
+        self.driver_env.close()
+
+
+def _exit_reason(exitcode: int) -> str:
+    if exitcode < 0:
+        try:
+            return f"was killed by signal {signal.Signals(-exitcode).name}"
+        except ValueError:
+            return f"was killed by signal {-exitcode}"
+    return f"exited with code {exitcode}"
+
+
+from ..vector import register_backend  # noqa: E402  (vector imports this module lazily)
+
+register_backend(Multiprocessing)

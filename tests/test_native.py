@@ -1,0 +1,226 @@
+"""Native envs: parity across every backend and thread count, SDK contracts, errors."""
+
+import numpy as np
+import pytest
+
+import shoal
+from shoal import _native, seeding
+from shoal.envs import BUNDLED, CartPole, Deep, Grid, Squared
+from shoal.errors import APIUsageError
+from shoal.vector import make
+
+from rollouts import action_batches, assert_same, rollout
+
+NUM_ENVS = 8
+STEPS = 2000
+# Small per-env costs that differ across envs, so the dynamic schedule sees uneven work.
+ENV_KWARGS = {"deep": [{"work": 50 + 40 * i} for i in range(NUM_ENVS)]}
+
+
+def kwargs_for(name):
+    return ENV_KWARGS.get(name, [{} for _ in range(NUM_ENVS)])
+
+
+def build(name, backend, **options):
+    cls = BUNDLED[name]
+    per_env = kwargs_for(name)
+    if backend == "PufferEnv":
+        return cls(num_envs=NUM_ENVS, seed=0, env_params=per_env)
+    creators = [cls] * NUM_ENVS
+    return make(creators, env_kwargs=per_env, backend=backend, num_envs=NUM_ENVS, seed=0, **options)
+
+
+@pytest.fixture(scope="module", params=sorted(BUNDLED))
+def reference(request):
+    with build(request.param, "Serial") as vecenv:
+        return request.param, rollout(vecenv, STEPS, seed=11)
+
+
+def test_reference_crosses_episode_boundaries(reference):
+    name, ref = reference
+    ended = ref["terminals"] | ref["truncations"]
+    assert ended.sum() >= NUM_ENVS, f"{name}: the parity rollout must cover many episode ends"
+
+
+@pytest.mark.parametrize("threads", [0, 1, 2, 3, 8])
+@pytest.mark.parametrize("schedule", ["static", "dynamic"])
+def test_multithreading_matches_serial(reference, threads, schedule):
+    name, ref = reference
+    with build(name, "Multithreading", max_num_threads=threads, schedule=schedule) as vecenv:
+        assert_same(ref, rollout(vecenv, STEPS, seed=11), f"{name} Multithreading T={threads} {schedule}")
+
+
+def test_pufferenv_matches_serial(reference):
+    name, ref = reference
+    with build(name, "PufferEnv") as env:
+        assert_same(ref, rollout(env, STEPS, seed=11), f"{name} PufferEnv")
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_multiprocessing_matches_serial(reference, workers, time_limit):
+    time_limit(120)
+    name, ref = reference
+    with build(name, "Multiprocessing", num_workers=workers) as vecenv:
+        assert_same(ref, rollout(vecenv, STEPS, seed=11), f"{name} Multiprocessing workers={workers}")
+
+
+def test_thread_count_changed_mid_run_keeps_results():
+    with build("cartpole", "Serial") as serial, build("cartpole", "Multithreading", max_num_threads=2) as threaded:
+        actions = action_batches(serial, 600, seed=5)
+        serial.reset(3)
+        threaded.reset(3)
+        for t in range(600):
+            if t % 100 == 50:
+                threaded.max_num_threads = [0, 3, 1, 8, 2, 4][(t // 100) % 6]
+            a = serial.step(actions[t])
+            b = threaded.step(actions[t])
+            for x, y in zip(a[:4], b[:4]):
+                np.testing.assert_array_equal(x, y)
+        assert threaded.max_num_threads == 4
+
+
+def test_seed_rule_matches_python():
+    for seed, index in [(0, 0), (1, 2), (2**64 - 1, 7), (12345, 4095)]:
+        assert _native.env_seed(seed, index) == seeding.env_seed(seed, index)
+        # A sub-vector starting at env k, given offset_seed(seed, k), seeds its env j like env k + j.
+        assert seeding.env_seed(seeding.offset_seed(seed, 5), index) == seeding.env_seed(seed, 5 + index)
+
+
+def test_different_seeds_differ_and_same_seed_repeats():
+    with CartPole(num_envs=16) as env:
+        a = rollout(env, 50, seed=1)
+        b = rollout(env, 50, seed=1)
+        c = rollout(env, 50, seed=2)
+    np.testing.assert_array_equal(a["obs"], b["obs"])
+    assert not np.array_equal(a["obs"][0], c["obs"][0])
+    # Neighbouring envs start differently (seeds mixed, not seed + i into one stream).
+    assert len({tuple(row) for row in a["obs"][0]}) == 16
+
+
+def cartpole_state(env, i):
+    offset = (_native.ENV_BASE_SIZE + 7) // 8 * 8
+    return np.frombuffer(env.env_memory(i), dtype=np.float64, count=4, offset=offset)
+
+
+def test_cartpole_dynamics_match_gymnasium():
+    import gymnasium
+    reference = gymnasium.make("CartPole-v1", disable_env_checker=True).unwrapped
+    reference.reset(seed=0)
+    with CartPole(num_envs=1, max_episode_steps=0) as env:
+        env.reset(0)
+        rng = np.random.default_rng(0)
+        checked = 0
+        for episode in range(30):
+            reference.reset(seed=episode)
+            state = np.array(reference.state, dtype=np.float64)
+            cartpole_state(env, 0)[:] = state
+            for _ in range(500):
+                action = int(rng.integers(0, 2))
+                ref_obs, ref_reward, ref_terminated, _, _ = reference.step(action)
+                before = cartpole_state(env, 0).copy()
+                env.step(np.array([action], dtype=np.int32))
+                if ref_terminated:
+                    np.testing.assert_array_equal(env.final_observations[0], ref_obs)
+                    assert env.terminals[0] and env.rewards[0] == ref_reward
+                    break
+                np.testing.assert_array_equal(env.observations[0], ref_obs)
+                np.testing.assert_array_equal(cartpole_state(env, 0), np.asarray(reference.state))
+                assert not before.tobytes() == cartpole_state(env, 0).tobytes()
+                checked += 1
+        assert checked > 200
+
+
+def test_time_limit_is_a_truncation():
+    with CartPole(num_envs=4, max_episode_steps=7) as env:
+        env.reset(0)
+        for t in range(7):
+            env.step(np.zeros(4, dtype=np.int32) + (t % 2))
+        # Alternating actions keep the pole up for 7 steps: every env hits the limit together.
+        assert env.truncations.all() and not env.terminals.any()
+        # Same-step autoreset: the observation is a fresh episode's, the final one is kept apart.
+        assert np.all(np.abs(env.observations) <= 0.05)
+        assert not np.array_equal(env.final_observations, env.observations)
+
+
+def test_grid_dead_agents_are_masked():
+    with Grid(num_envs=4, num_traps=60, num_food=1) as env:
+        env.reset(3)
+        deaths = 0
+        actions = action_batches(env, 300, seed=2)
+        for t in range(300):
+            env.step(actions[t])
+            ended = env.truncations
+            dead = ~env.masks
+            # A dead agent earns nothing and sees zeros until its env resets.
+            assert np.all(env.rewards[dead] == 0)
+            assert np.all(env.observations[dead] == 0)
+            deaths += int(env.terminals.sum())
+        assert deaths > 0
+
+
+def test_episode_stats_reach_infos():
+    with make(Squared, backend="Multithreading", num_envs=64, max_num_threads=2, seed=0) as vecenv:
+        vecenv.reset()
+        infos = []
+        actions = action_batches(vecenv, 400, seed=0)
+        for t in range(400):
+            infos += vecenv.step(actions[t])[4]
+    assert infos, "episode logs must surface in infos"
+    info = infos[0]
+    assert info["episodes"] >= 64
+    assert 1 <= info["episode_length"] <= 60
+    assert 0.0 <= info["hit"] <= 1.0
+
+
+def test_per_env_parameters_reach_each_env():
+    params = [{"num_traps": 0, "num_food": 1}, {"num_traps": 60, "num_food": 60}]
+    with Grid(num_envs=2, env_params=params) as env:
+        env.reset(0)
+        codes_a = env.observations[:4]
+        codes_b = env.observations[4:]
+        assert np.count_nonzero(codes_b == 2) > np.count_nonzero(codes_a == 2)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"work": -1}, "outside"),
+    ({"work": 1.5}, "integer"),
+    ({"work": "x"}, "number"),
+    ({"wrok": 3}, "unknown parameter"),
+    ({"max_episode_steps": -2}, "max_episode_steps"),
+])
+def test_bad_parameters_are_rejected(kwargs, match):
+    with pytest.raises(APIUsageError, match=match):
+        Deep(num_envs=2, **kwargs)
+
+
+def test_multithreading_rejects_python_creators():
+    import gymnasium
+    with pytest.raises(APIUsageError, match="Serial.*Multiprocessing"):
+        make(lambda: gymnasium.make("CartPole-v1"), backend="Multithreading", num_envs=2)
+
+
+@pytest.mark.parametrize("threads", [-1, 1.5, "many", 5000])
+def test_bad_thread_counts_are_rejected(threads):
+    with pytest.raises(APIUsageError, match="max_num_threads"):
+        make(CartPole, backend="Multithreading", num_envs=4, max_num_threads=threads)
+
+
+def test_thread_count_change_is_validated():
+    with make(CartPole, backend="Multithreading", num_envs=4, max_num_threads=2) as vecenv:
+        with pytest.raises(APIUsageError):
+            vecenv.max_num_threads = -3
+        assert vecenv.max_num_threads == 2
+
+
+def test_default_thread_count_is_capped_by_envs():
+    with make(CartPole, backend="Multithreading", num_envs=1) as vecenv:
+        assert vecenv.max_num_threads == 1
+    with make(CartPole, backend="Multithreading", num_envs=64) as vecenv:
+        assert vecenv.max_num_threads == min(_native.physical_cores(), 64)
+
+
+def test_spec_pickles_for_spawned_processes():
+    import pickle
+    spec = pickle.loads(pickle.dumps(CartPole.spec))
+    assert spec.describe() == CartPole.spec.describe()
+    assert pickle.loads(pickle.dumps(CartPole)) is CartPole
