@@ -62,8 +62,12 @@ class Serial(VecEnv):
         self.envs: list[PufferEnv] = []
         try:
             for i in range(num_envs):
-                env = instantiate(env_creators[i], env_args[i], env_kwargs[i],
-                                  buf.rows(i * rows, (i + 1) * rows), native)
+                try:
+                    env = instantiate(env_creators[i], env_args[i], env_kwargs[i],
+                                      buf.rows(i * rows, (i + 1) * rows), native)
+                except APIUsageError as error:
+                    raise APIUsageError(f"env {i} does not fit the vector built from env 0 (every env must "
+                                        f"have the same spaces and agent count): {error}") from None
                 check_same_spaces(env, driver, i)
                 self.envs.append(env)
         except BaseException:

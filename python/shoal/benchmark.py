@@ -1,0 +1,147 @@
+"""Throughput measurement with the methodology of seed 001, shared by bench/ and `shoal bench`.
+
+What is timed: send + recv of a built, reset and warmed-up vector env, over a fixed number of batch
+steps, with valid random actions generated in advance (no policy unless ``pause_us`` asks for a
+stand-in: a busy wait between steps). Construction, reset and warm-up are not timed. Each case runs
+``repeats`` times, cases interleaved round-robin so machine noise hits them alike; we report every
+sample, the median and the spread (max - min) / median.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+
+@dataclass
+class Case:
+    """One configuration to measure: ``build()`` returns a fresh vector env."""
+
+    name: str
+    build: Callable
+    agent_steps: int
+    warmup_steps: int = 20
+    pause_us: float = 0.0
+    samples: list = field(default_factory=list)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples)
+
+    @property
+    def spread(self) -> float:
+        return (max(self.samples) - min(self.samples)) / self.median if self.samples else float("nan")
+
+
+def busy_wait(microseconds: float) -> None:
+    end = time.perf_counter() + microseconds * 1e-6
+    while time.perf_counter() < end:
+        pass
+
+
+def random_actions(vecenv, batches: int = 16, seed: int = 0) -> list:
+    space = vecenv.single_action_space
+    rng = np.random.default_rng(seed)
+    n = vecenv.agents_per_batch
+    if hasattr(space, "nvec"):
+        return [(rng.random((n, *space.shape)) * space.nvec).astype(np.int32) for _ in range(batches)]
+    if hasattr(space, "n"):
+        return [rng.integers(0, space.n, size=n, dtype=np.int32) for _ in range(batches)]
+    return [rng.uniform(space.low, space.high, (n, *space.shape)).astype(np.float32) for _ in range(batches)]
+
+
+def time_vecenv(vecenv, agent_steps: int, warmup_steps: int = 20, pause_us: float = 0.0) -> float:
+    """Agent steps per second of send/recv (async API when the backend batches)."""
+    actions = random_actions(vecenv)
+    vecenv.async_reset(0)
+    vecenv.recv()
+    for i in range(warmup_steps):
+        vecenv.send(actions[i % 16])
+        vecenv.recv()
+    batches = max(1, agent_steps // vecenv.agents_per_batch)
+    start = time.perf_counter()
+    for i in range(batches):
+        if pause_us:
+            busy_wait(pause_us)
+        vecenv.send(actions[i % 16])
+        vecenv.recv()
+    elapsed = time.perf_counter() - start
+    return batches * vecenv.agents_per_batch / elapsed
+
+
+def run_cases(cases: list[Case], repeats: int = 3, log=print) -> list[Case]:
+    """Measures every case ``repeats`` times, interleaved."""
+    for r in range(repeats):
+        for case in cases:
+            vecenv = case.build()
+            try:
+                sps = time_vecenv(vecenv, case.agent_steps, case.warmup_steps, case.pause_us)
+            finally:
+                vecenv.close()
+            case.samples.append(sps)
+            log(f"  repeat {r + 1}/{repeats}  {case.name:<48} {sps:>14,.0f} SPS")
+    return cases
+
+
+@contextlib.contextmanager
+def competing_process():
+    """One CPU-bound process running for the duration (a busy neighbour on the machine)."""
+    proc = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    time.sleep(0.2)
+    try:
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def cpu_model() -> str:
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown"
+
+
+def system_info(extra: dict | None = None) -> dict:
+    import gymnasium
+    import psutil
+
+    import shoal
+    info = {
+        "shoal": shoal.__version__,
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "gymnasium": gymnasium.__version__,
+        "os": f"{platform.system()} {platform.release()}",
+        "cpu": cpu_model(),
+        "physical cores": psutil.cpu_count(logical=False),
+        "logical cpus": psutil.cpu_count(),
+        "load average (1 min) at start": f"{os.getloadavg()[0]:.2f}",
+    }
+    info.update(extra or {})
+    return info
+
+
+def format_markdown(title: str, info: dict, rows: list[list], headers: list[str], notes: list[str]) -> str:
+    lines = [f"## {title}", ""]
+    lines += [f"- {k}: {v}" for k, v in info.items()]
+    lines += ["", "| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    lines += [""] + [f"{n}" for n in notes]
+    return "\n".join(lines) + "\n"
+
+
+def case_row(case: Case, baseline: Case | None = None) -> list:
+    samples = ", ".join(f"{s / 1e6:.3f}M" if s >= 1e6 else f"{s / 1e3:.1f}K" for s in case.samples)
+    ratio = f"{case.median / baseline.median:.2f}x" if baseline is not None else ""
+    return [case.name, f"{case.median:,.0f}", f"{100 * case.spread:.0f}%", samples, ratio]
