@@ -122,8 +122,9 @@ class Config:
         """The [vec] keys the configured backend takes (others are kept for other backends)."""
         from .vector import resolve_backend
         backend = resolve_backend(self.vec.get("backend", "Serial"))
-        accepted = set(getattr(backend, "options", ())) | {"num_envs", "seed"}
-        return {k: v for k, v in self.vec.items() if k in accepted}
+        accepted = set(getattr(backend, "options", ())) | {"backend", "num_envs", "seed"}
+        # "auto" leaves the choice to the backend's default.
+        return {k: v for k, v in self.vec.items() if k in accepted and v != "auto"}
 
 
 def _error(path, section: str, key: str, allowed: str, got) -> ConfigError:

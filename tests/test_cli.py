@@ -1,0 +1,117 @@
+"""The `shoal` command, driven as a subprocess the way users run it."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def shoal(*args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "shoal", *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def sps_of(output: str) -> float:
+    match = re.search(r"^SPS: ([\d,]+)$", output, re.MULTILINE)
+    assert match, output
+    return float(match.group(1).replace(",", ""))
+
+
+def test_run_default_config_reports_sps():
+    result = shoal("run")
+    assert result.returncode == 0, result.stderr
+    assert sps_of(result.stdout) > 0
+    assert "backend: Multithreading" in result.stdout
+    assert re.search(r"episodes: [1-9][\d,]*", result.stdout)
+    for field in ("cpu:", "python:", "shoal:", "max_num_threads:"):
+        assert field in result.stdout
+
+
+def test_overrides_reach_the_vector():
+    result = shoal("run", "--steps", 100000, "--vec.max_num_threads", 1, "--vec.num_envs=512")
+    assert result.returncode == 0, result.stderr
+    assert "max_num_threads: 1" in result.stdout and "num_envs: 512" in result.stdout
+
+
+def write(tmp_path, text):
+    path = tmp_path / "config.ini"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("text, named", [
+    ("[env]\nname = cartpole\n[vec]\nbackend = Serial\nnum_envz = 4\n", "num_envz"),
+    ("[env]\nname = cartpole\n[vec]\nbackend = Serial\nnum_envs = four\n", "num_envs"),
+    ("[env]\nname = cartpole\n[vec]\nbackend = Multithreading\nmax_num_threads = -1\n", "max_num_threads"),
+    ("[env]\nname = cartpole\n[vec]\nbackend = Threads\n", "backend"),
+    ("[env]\nname = nosuchenv\n", "name"),
+    ("[env]\nname = nosuchmodule:make\n", "name"),
+    ("[vec]\nbackend = Serial\n", "name"),
+    ("[env]\nname = cartpole\n[vec]\nbackend = Multiprocessing\nnum_envs = 6\nnum_workers = 4\n", "num_workers"),
+    ("[env]\nname = cartpole\n[vec]\nbackend = Multiprocessing\nnum_envs = 8\nnum_workers = 2\nbatch_size = 6\n",
+     "batch_size"),
+    ("[env]\nname = cartpole\n[vec]\nzero_copy = maybe\n", "zero_copy"),
+    ("[env]\nname = deep\nwork = -5\n[vec]\nbackend = Serial\n", "work"),
+    ("[env]\nname = cartpole\n[extra]\nx = 1\n", "extra"),
+])
+def test_bad_configs_fail_naming_the_key(tmp_path, text, named):
+    path = write(tmp_path, text)
+    result = shoal("run", "--config", path, "--steps", 1000)
+    assert result.returncode != 0
+    assert named in result.stderr and str(path) in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_missing_config_file(tmp_path):
+    result = shoal("run", "--config", tmp_path / "absent.ini")
+    assert result.returncode != 0 and "does not exist" in result.stderr
+
+
+def test_bad_override_is_named():
+    result = shoal("run", "--vec.max_num_threads", "lots")
+    assert result.returncode != 0 and "max_num_threads" in result.stderr
+
+
+def test_gymnasium_env_under_multiprocessing(tmp_path):
+    path = write(tmp_path, "[env]\nname = gymnasium:CartPole-v1\n[vec]\nbackend = Multiprocessing\n"
+                           "num_envs = 8\nnum_workers = 2\n[run]\nsteps = 20000\n")
+    result = shoal("run", "--config", path)
+    assert result.returncode == 0, result.stderr
+    assert sps_of(result.stdout) > 0 and "backend: Multiprocessing" in result.stdout
+
+
+def test_autotune_write_produces_a_config_run_accepts(tmp_path):
+    original = (ROOT / "config.ini").read_text().replace("num_envs = 4096", "num_envs = 256")
+    path = write(tmp_path, original)
+    result = shoal("autotune", "--config", path, "--budget", 6, "--write")
+    assert result.returncode == 0, result.stderr
+    assert "recommended [vec]" in result.stdout
+    written = path.read_text()
+    assert "; shoal's embedded default configuration" in written  # comments kept
+    assert "[run]" in written
+    result = shoal("run", "--config", path, "--steps", 50000)
+    assert result.returncode == 0, result.stderr
+    assert sps_of(result.stdout) > 0
+
+
+def test_bench_writes_table_and_plot(tmp_path):
+    path = write(tmp_path, "[env]\nname = cartpole\n[vec]\nbackend = Multithreading\nnum_envs = 256\n")
+    result = shoal("bench", "--config", path, "--repeats", 2, "--seconds", 0.1, "--out", tmp_path / "out")
+    assert result.returncode == 0, result.stderr
+    table = (tmp_path / "out" / "bench.md").read_text()
+    assert "Multithreading n=256 T=0" in table and "Serial n=256" in table
+    assert re.search(r"\| Multithreading n=256 T=1 \| [\d,]+ \|", table)
+    png = (tmp_path / "out" / "bench.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 2000
+
+
+def test_envs_lists_bundled_envs():
+    result = shoal("envs")
+    assert result.returncode == 0
+    for name in ("cartpole", "squared", "grid", "deep"):
+        assert name in result.stdout
+    assert "param work (int, default 20000" in result.stdout
