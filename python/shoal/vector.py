@@ -81,6 +81,7 @@ class WorkerLayout:
 def worker_layout(num_envs: int, num_workers=None, batch_size=None, zero_copy: bool = True,
                   overwork: bool = False, limit_to_cores: bool = True) -> WorkerLayout:
     """Validates the worker/batch layout with PufferLib 3.0's rules; errors name the numbers."""
+    num_envs = _check_count(num_envs, "num_envs")
     cores = psutil.cpu_count(logical=False) or psutil.cpu_count() or 1
     if num_workers is None or num_workers == "auto":
         num_workers = min(cores, num_envs)
