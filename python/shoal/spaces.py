@@ -52,10 +52,11 @@ class ActionChecker:
         self.space = space
         self.shape = (rows, *action_shape(space))
         self.dtype = action_dtype(space)
+        self.scalar_bound = isinstance(space, spaces.Discrete)
         if isinstance(space, spaces.Discrete):
             if space.start != 0:
                 raise APIUsageError(f"Discrete action spaces must start at 0, got start={space.start}")
-            self.upper = np.int64(space.n)
+            self.upper = int(space.n)
         elif isinstance(space, spaces.MultiDiscrete):
             if np.any(space.start != 0):
                 raise APIUsageError("MultiDiscrete action spaces must start at 0")
@@ -78,9 +79,11 @@ class ActionChecker:
         if self.dtype.kind == "i":
             if kind not in "iu":
                 raise APIUsageError(f"actions for {self.space} must be integers, got dtype {actions.dtype}")
-            # Viewing signed values as unsigned maps negatives above every bound: one comparison.
+            # Viewing signed values as unsigned maps negatives above every bound, so one reduction
+            # (max for Discrete, a comparison for MultiDiscrete's per-dimension bounds) checks both ends.
             values = actions if kind == "u" else actions.view(f"u{actions.dtype.itemsize}")
-            if actions.size and np.any(values >= self.upper):
+            if actions.size and (values.max() >= self.upper if self.scalar_bound
+                                 else np.any(values >= self.upper)):
                 bad = actions[(values >= self.upper)]
                 raise APIUsageError(f"actions out of range for {self.space}: got {bad.ravel()[:5].tolist()}")
         else:
