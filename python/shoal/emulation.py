@@ -170,8 +170,7 @@ class ObservationLayout:
                 row[...] = observation
             return write_box
         raw = row.view(np.uint8)
-        targets = [(leaf.path, raw[leaf.offset:leaf.offset + leaf.nbytes].view(leaf.dtype).reshape(leaf.shape))
-                   for leaf in self.leaves]
+        targets = [(leaf.path, _leaf_view(raw, leaf, ())) for leaf in self.leaves]
         if len(targets) == 1:
             path, target = targets[0]
 
@@ -231,8 +230,7 @@ class ObservationLayout:
             batch = np.ascontiguousarray(batch)
         lead = batch.shape[:-1]
         raw = batch.view(np.uint8)
-        arrays = [raw[..., leaf.offset:leaf.offset + leaf.nbytes].view(leaf.dtype).reshape(lead + leaf.shape)
-                  for leaf in self.leaves]
+        arrays = [_leaf_view(raw, leaf, lead) for leaf in self.leaves]
         return _build(self._tree, arrays)
 
     def __eq__(self, other) -> bool:
@@ -244,6 +242,11 @@ class ObservationLayout:
     def __repr__(self) -> str:
         kind = "box" if self.is_box else "bytes" if self.is_bytes else "flat"
         return f"ObservationLayout({self.space}, {kind} row {self.shape} {self.dtype})"
+
+
+def _leaf_view(raw: np.ndarray, leaf: Leaf, lead: tuple) -> np.ndarray:
+    """Typed view of one leaf in rows of bytes ``raw`` (shape ``(*lead, row_bytes)``)."""
+    return raw[..., leaf.offset:leaf.offset + leaf.nbytes].view(leaf.dtype).reshape(lead + leaf.shape)
 
 
 def _build(tree, arrays: list) -> Any:
@@ -289,16 +292,23 @@ def _array_action(space) -> Callable[[np.ndarray], np.ndarray]:
 # Wrappers
 # ---------------------------------------------------------------------------------------------------
 
+def _is_aec_env(env) -> bool:
+    try:
+        from pettingzoo import AECEnv
+    except ImportError:
+        return hasattr(env, "agent_selection")
+    return isinstance(env, AECEnv) or hasattr(env, "agent_selection")
+
+
 def _is_parallel_env(env) -> bool:
     try:
-        from pettingzoo import AECEnv, ParallelEnv
+        from pettingzoo import ParallelEnv
     except ImportError:
-        AECEnv = ParallelEnv = ()  # duck typing below
-    if ParallelEnv and isinstance(env, ParallelEnv):
+        ParallelEnv = None  # only duck typing below
+    if ParallelEnv is not None and isinstance(env, ParallelEnv):
         return True
-    if (AECEnv and isinstance(env, AECEnv)) or hasattr(env, "agent_selection"):
-        return False
-    return hasattr(env, "possible_agents") and callable(getattr(env, "observation_space", None))
+    return (not _is_aec_env(env) and hasattr(env, "possible_agents")
+            and callable(getattr(env, "observation_space", None)))
 
 
 def wrap(env, buf: Buffers | None = None, seed: int = 0) -> PufferEnv:
@@ -310,8 +320,7 @@ def wrap(env, buf: Buffers | None = None, seed: int = 0) -> PufferEnv:
         return GymnasiumPufferEnv(env, buf=buf, seed=seed)
     if _is_parallel_env(env):
         return PettingZooPufferEnv(env, buf=buf, seed=seed)
-    hint = " (a PettingZoo AEC env: convert it with pettingzoo.utils.aec_to_parallel)" \
-        if hasattr(env, "agent_selection") else ""
+    hint = " (a PettingZoo AEC env: convert it with pettingzoo.utils.aec_to_parallel)" if _is_aec_env(env) else ""
     raise APIUsageError(f"cannot emulate {type(env).__module__}.{type(env).__name__}{hint}; shoal accepts a "
                         "gymnasium.Env, a PettingZoo ParallelEnv, or a shoal PufferEnv (native, not wrapped)")
 
@@ -360,7 +369,8 @@ class GymnasiumPufferEnv(PufferEnv):
 
     def step(self, actions):
         if self._discrete:
-            action = int(actions[0])
+            # A numpy integer, as gymnasium's own vector envs pass (Discrete.contains is faster on it).
+            action = actions[0]
         else:
             action = self._convert_action(actions[0])
         observation, reward, terminated, truncated, info = self.env.step(action)
@@ -414,8 +424,9 @@ class PettingZooPufferEnv(PufferEnv):
         action_space = env.action_space(agents[0])
         for agent in agents[1:]:
             if env.observation_space(agent) != observation_space:
-                raise APIUsageError(f"{owner}: agent {agent!r} has observation space {env.observation_space(agent)}"
-                                    f" but {agents[0]!r} has {observation_space}; all agents must share one")
+                raise APIUsageError(f"{owner}: agent {agent!r} has observation space "
+                                    f"{env.observation_space(agent)} but {agents[0]!r} has "
+                                    f"{observation_space}; all agents must share one")
             if env.action_space(agent) != action_space:
                 raise APIUsageError(f"{owner}: agent {agent!r} has action space {env.action_space(agent)} but "
                                     f"{agents[0]!r} has {action_space}; all agents must share one")
