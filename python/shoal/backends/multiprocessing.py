@@ -11,11 +11,14 @@ Hand-off protocol (per worker ``w``; no busy-waiting beyond a bounded spin):
   and ``command[w]``, then posts ``command_sems[w]`` once per command. The worker waits for that
   semaphore: ``WORKER_SPIN_S`` of try-acquire + sched_yield, then a blocking acquire that wakes every
   ``PARENT_CHECK_S`` to exit if the caller died.
-* worker -> caller: the worker writes its results, sets ``state[w]`` to IDLE (nothing to say) or
-  MESSAGE (infos or an error follow on its pipe), posts the shared ``done_sem``, then sends the
-  message. The caller scans ``state`` for its outstanding workers; when a batch is not complete yet,
-  it waits on ``done_sem``: ``RECV_SPIN_S`` of try-acquire + sched_yield, then blocking acquires of
-  ``LIVENESS_CHECK_S`` with a liveness check of the outstanding workers after each one.
+* worker -> caller: the worker writes its results, sets ``state[w]`` to IDLE (nothing to say),
+  INFOS (its pickled infos are in its shared mailbox, ``MAILBOX_BYTES``) or MESSAGE (large infos or an
+  error follow on its pipe), posts the shared ``done_sem``, then sends a pipe message if any. So a
+  step costs no system call beyond the semaphore posts and the wake-ups of sleepers.
+* the caller scans ``state`` of its outstanding workers; while a batch is incomplete it takes one
+  ``done_sem`` count per completion the batch still lacks: ``RECV_SPIN_S`` of try-acquire +
+  sched_yield, then blocking acquires of ``LIVENESS_CHECK_S`` with a liveness check of the
+  outstanding workers after each (a dead worker is a WorkerError within that time).
 * ``done_sem`` stays balanced: each completion the caller observes consumes one count (possibly
   later: ``_owed``), and a count taken while waiting pre-pays the next observed completion. So a count
   left in the semaphore always means a completion the caller has not seen: no lost wake-up, no drift.
@@ -48,12 +51,14 @@ from ..seeding import check_seed, offset_seed
 from .base import VecEnv, agent_id_range
 from .serial import Serial, probe
 
-# state[w]: written BUSY by the caller when it dispatches, IDLE or MESSAGE by the worker when done.
-IDLE, BUSY, MESSAGE = 0, 1, 2
+# state[w]: written BUSY by the caller when it dispatches, IDLE, INFOS or MESSAGE by the worker when done.
+IDLE, BUSY, INFOS, MESSAGE = 0, 1, 2, 3
 # command[w]: written by the caller before it posts command_sems[w].
 STEP, RESET, CLOSE = 1, 2, 3
 
 START_METHODS = ("fork", "spawn", "forkserver")
+# Per-worker shared bytes for pickled infos; larger infos go through the worker's pipe.
+MAILBOX_BYTES = 16384
 
 # Spin lengths, tuned on a 2-vCPU VM (see bench/bench_python_backends.py). A worker that just finished
 # keeps polling for its next command this long before it sleeps: long enough to cover the caller's
@@ -102,13 +107,16 @@ class _Shared:
     state: np.ndarray    # uint8[num_workers]
     command: np.ndarray  # uint8[num_workers]
     seeds: np.ndarray    # uint64[num_workers], the Serial seed of each worker's next reset
+    mail_sizes: np.ndarray  # int64[num_workers], bytes in each worker's mailbox
+    mailboxes: np.ndarray   # uint8[num_workers, MAILBOX_BYTES], pickled infos
 
 
 def _carve(memory, observation_space, action_space, rows: int, num_workers: int) -> tuple[_Shared, int]:
     carver = _Carver(memory)
     buf = Buffers.allocate(observation_space, action_space, rows, allocator=carver)
     shared = _Shared(buf, carver((num_workers,), np.uint8), carver((num_workers,), np.uint8),
-                     carver((num_workers,), np.uint64))
+                     carver((num_workers,), np.uint64), carver((num_workers,), np.int64),
+                     carver((num_workers, MAILBOX_BYTES), np.uint8))
     return shared, carver.offset
 
 
@@ -157,8 +165,9 @@ def _worker_main(spec: _WorkerSpec, raw, payload, conn, command_sem, done_sem) -
     conn.send(("ready", internal_envs))
 
     state, command, seeds = shared.state, shared.command, shared.seeds
+    mailbox, mail_sizes = shared.mailboxes[w], shared.mail_sizes
     actions = rows.actions
-    pairs = list(zip(envs.envs, envs.row_slices))
+    pairs = [(env, actions[env_rows]) for env, env_rows in zip(envs.envs, envs.row_slices)]
     seeded = list(zip(envs.envs, envs.env_offsets))
 
     def wait_for_command() -> bool:
@@ -183,8 +192,8 @@ def _worker_main(spec: _WorkerSpec, raw, payload, conn, command_sem, done_sem) -
             current = 0
             try:
                 if cmd == STEP:
-                    for current, (env, env_rows) in enumerate(pairs):
-                        env_infos = env.step(actions[env_rows])[4]
+                    for current, (env, env_actions) in enumerate(pairs):
+                        env_infos = env.step(env_actions)[4]
                         if env_infos:
                             infos.extend(env_infos)
                 else:
@@ -194,26 +203,35 @@ def _worker_main(spec: _WorkerSpec, raw, payload, conn, command_sem, done_sem) -
                         if env_infos:
                             infos.extend(env_infos)
                 message = ("infos", infos) if infos else None
-            except Exception as exc:
+            except BaseException as exc:  # SystemExit from env code is reported like any error
                 message = ("error", spec.first_env + current, *_describe(exc))
             if message is None:
                 state[w] = IDLE
                 done_sem.release()
                 continue
+            if message[0] == "infos":
+                try:
+                    data = pickle.dumps(infos, protocol=pickle.HIGHEST_PROTOCOL)
+                except Exception as exc:
+                    message = ("error", None, *_describe(exc, "could not send infos to the caller: "))
+                else:
+                    if len(data) <= MAILBOX_BYTES:
+                        mailbox[:len(data)] = np.frombuffer(data, dtype=np.uint8)
+                        mail_sizes[w] = len(data)
+                        state[w] = INFOS
+                        done_sem.release()
+                        continue
             state[w] = MESSAGE
             done_sem.release()
             try:
                 conn.send(message)
             except (BrokenPipeError, EOFError, OSError):
                 break  # the caller is gone
-            except Exception as exc:  # infos that cannot be pickled
-                conn.send(("error", None, *_describe(exc, "could not send infos to the caller: ")))
     finally:
-        for env in envs.envs:
-            try:
-                env.close()
-            except Exception:
-                pass  # the process is exiting; a failing env.close() must not keep it alive
+        try:
+            envs.close()
+        except Exception:
+            pass  # the process is exiting; a failing env.close() must not keep it alive
         conn.close()
 
 
@@ -365,6 +383,7 @@ class Multiprocessing(VecEnv):
                                    self.num_agents, self.num_workers)
             self.buf = shared.buf
             self._state, self._command, self._seeds = shared.state, shared.command, shared.seeds
+            self._mailboxes, self._mail_sizes = shared.mailboxes, shared.mail_sizes
             pool.command = self._command
             self._state[:] = IDLE
             pool.done_sem = context.Semaphore(0)
@@ -423,6 +442,11 @@ class Multiprocessing(VecEnv):
         self.final_observations = buf.final_observations
         self._init_api()
 
+    @property
+    def worker_pids(self) -> list[int]:
+        """Process ids of the workers, in worker order (empty once closed)."""
+        return [p.pid for p in self._pool.processes]
+
     # -- construction helpers ----------------------------------------------------------------------
 
     def _env_slices(self) -> list[slice]:
@@ -448,7 +472,13 @@ class Multiprocessing(VecEnv):
         try:
             message = conn.recv()
         except (EOFError, OSError) as exc:
-            raise WorkerError(f"worker {w} closed its pipe while creating envs {self._env_range(w)}") from exc
+            process.join(1.0)
+            reason = "closed its pipe" if process.exitcode is None else _exit_reason(process.exitcode)
+            hint = ("" if self.start_method == "fork" else " (with spawn/forkserver the main module is "
+                    "imported again in each worker: guard the program with `if __name__ == '__main__':`; "
+                    "the worker's own error is on stderr)")
+            raise WorkerError(f"worker {w} (pid {process.pid}) {reason} while creating envs "
+                              f"{self._env_range(w)}{hint}") from exc
         if message[0] == "error":
             _, _, name, text, tb = message
             raise EnvError(f"worker {w} failed to create envs {self._env_range(w)}: {name}: {text}\n\n"
@@ -473,6 +503,7 @@ class Multiprocessing(VecEnv):
         self._ready.clear()
         self._is_ready = [False] * self.num_workers
         self._pending = []
+        self._worker_infos = [[] for _ in range(self.num_workers)]  # drained steps' infos are dropped
         for w in range(self.num_workers):
             self._seeds[w] = offset_seed(seed, self._env_offsets[w])
             self._dispatch(w, RESET)
@@ -548,7 +579,9 @@ class Multiprocessing(VecEnv):
                 return batch
             if not self._busy:
                 raise RuntimeError("Multiprocessing: no worker in flight and no batch ready (internal error)")
-            self._wait_for_completion()
+            # A batch needs workers_per_batch ready workers: sleep through the completions before that.
+            for _ in range(min(len(self._busy), max(1, self.workers_per_batch - len(self._ready)))):
+                self._wait_for_completion()
 
     def _poll(self) -> None:
         """Moves completed workers from busy to ready, reading their messages (which may raise)."""
@@ -567,7 +600,9 @@ class Multiprocessing(VecEnv):
                 self._owed += 1  # its count is posted right after its state; taken later
             self._ready.append(w)
             self._is_ready[w] = True
-            if s == MESSAGE:
+            if s == INFOS:
+                self._worker_infos[w] = pickle.loads(self._mailboxes[w, :self._mail_sizes[w]])
+            elif s == MESSAGE:
                 self._read_message(w)
 
     def _select(self) -> list[int] | None:
@@ -660,6 +695,9 @@ class Multiprocessing(VecEnv):
 
     def _close(self) -> None:
         self._finalizer()
+        # The shared block is unmapped once the last view of it is gone; returned arrays stay valid.
+        self._views = self._batch_buf = None
+        self._state = self._command = self._seeds = self._mailboxes = self._mail_sizes = None
         self.driver_env.close()
 
 

@@ -1,0 +1,205 @@
+"""Python-env backends against Gymnasium's vector envs, on gymnasium CartPole-v1.
+
+What is timed: only stepping -- shoal ``send`` + ``recv`` (Gymnasium ``step``) -- with every action
+batch generated in advance and no policy. Construction, reset and warm-up are not timed. Every
+configuration is built once; each repeat then runs every configuration for the same fixed number
+of agent steps, one after another (interleaved, in a rotating order), so load changes on a shared
+machine hit all of them alike. Reported: every sample, the median and the spread.
+
+Configurations (``--num-envs`` envs each, 64 by default):
+  gymnasium SyncVectorEnv     vs  shoal Serial
+  gymnasium AsyncVectorEnv    vs  shoal Multiprocessing, 2 workers: full sync, and half-batch async
+                                  (batch_size=num_envs/2, zero_copy=True)
+Both Gymnasium vector envs use SAME_STEP autoreset, the semantics shoal implements, and
+AsyncVectorEnv uses the same start method as shoal.
+
+    python bench/bench_python_backends.py [--steps 64000] [--repeats 3] [--markdown out.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import platform
+import statistics
+import sys
+import time
+
+import gymnasium
+import numpy as np
+import psutil
+
+import shoal
+from shoal.backends.multiprocessing import default_start_method
+from shoal.vector import make
+
+
+def make_cartpole():
+    return gymnasium.make("CartPole-v1")
+
+
+class ShoalRunner:
+    """send + recv over actions made in advance; leaves the vector ready to send."""
+
+    def __init__(self, vecenv, seed: int):
+        self.vecenv = vecenv
+        rng = np.random.default_rng(seed)
+        self.actions = rng.integers(0, 2, size=(256, vecenv.agents_per_batch), dtype=np.int32)
+        self.rows = vecenv.agents_per_batch
+        vecenv.async_reset(seed)
+        vecenv.recv()
+
+    def run(self, agent_steps: int) -> float:
+        vecenv, actions = self.vecenv, self.actions
+        iterations = -(-agent_steps // self.rows)
+        start = time.perf_counter()
+        for i in range(iterations):
+            vecenv.send(actions[i & 255])
+            vecenv.recv()
+        elapsed = time.perf_counter() - start
+        return iterations * self.rows / elapsed
+
+    def close(self):
+        self.vecenv.close()
+
+
+class GymnasiumRunner:
+    def __init__(self, vecenv, seed: int):
+        self.vecenv = vecenv
+        rng = np.random.default_rng(seed)
+        self.rows = vecenv.num_envs
+        self.actions = rng.integers(0, 2, size=(256, self.rows), dtype=np.int64)
+        vecenv.reset(seed=seed)
+
+    def run(self, agent_steps: int) -> float:
+        vecenv, actions = self.vecenv, self.actions
+        iterations = -(-agent_steps // self.rows)
+        start = time.perf_counter()
+        for i in range(iterations):
+            vecenv.step(actions[i & 255])
+        elapsed = time.perf_counter() - start
+        return iterations * self.rows / elapsed
+
+    def close(self):
+        self.vecenv.close()
+
+
+def build(name: str, num_envs: int, workers: int, start_method: str, seed: int):
+    same_step = {"autoreset_mode": gymnasium.vector.AutoresetMode.SAME_STEP}
+    if name == "gymnasium SyncVectorEnv":
+        env = gymnasium.vector.SyncVectorEnv([make_cartpole] * num_envs, **same_step)
+        return GymnasiumRunner(env, seed)
+    if name == "gymnasium AsyncVectorEnv":
+        env = gymnasium.vector.AsyncVectorEnv([make_cartpole] * num_envs, context=start_method, **same_step)
+        return GymnasiumRunner(env, seed)
+    if name == "shoal Serial":
+        return ShoalRunner(make(make_cartpole, backend="Serial", num_envs=num_envs, seed=seed), seed)
+    if name == "shoal Multiprocessing sync":
+        return ShoalRunner(make(make_cartpole, backend="Multiprocessing", num_envs=num_envs, seed=seed,
+                                num_workers=workers, start_method=start_method), seed)
+    if name == "shoal Multiprocessing async":
+        return ShoalRunner(make(make_cartpole, backend="Multiprocessing", num_envs=num_envs, seed=seed,
+                                num_workers=workers, batch_size=num_envs // 2, zero_copy=True,
+                                start_method=start_method), seed)
+    raise ValueError(name)
+
+
+CONFIGS = ["gymnasium SyncVectorEnv", "shoal Serial", "gymnasium AsyncVectorEnv",
+           "shoal Multiprocessing sync", "shoal Multiprocessing async"]
+# (numerator, denominator, target) -- the issue's goals.
+TARGETS = [
+    ("shoal Serial", "gymnasium SyncVectorEnv", 1.2),
+    ("shoal Multiprocessing sync", "shoal Serial", 1.3),
+    ("shoal Multiprocessing sync", "gymnasium AsyncVectorEnv", 10.0),
+    ("shoal Multiprocessing async", "shoal Serial", None),
+]
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def environment(args, load_at_start) -> list[str]:
+    return [
+        f"- python {platform.python_version()}, numpy {np.__version__}, gymnasium {gymnasium.__version__}, "
+        f"shoal {shoal.__version__}, {platform.system()} {platform.release()}",
+        f"- CPU: {cpu_model()}; {psutil.cpu_count(logical=False)} physical / {psutil.cpu_count()} logical cores",
+        f"- start method: {args.start_method}; {args.num_envs} envs; Multiprocessing num_workers={args.workers}",
+        f"- timed: send+recv (Gymnasium: step) only, actions generated in advance, no policy; "
+        f"{args.steps} agent steps per sample after {args.warmup} warm-up agent steps; "
+        f"{args.repeats} interleaved repeats",
+        f"- load average at start: {' '.join(f'{x:.2f}' for x in load_at_start)}",
+    ]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--num-envs", type=int, default=64)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=64_000, help="agent steps per sample")
+    parser.add_argument("--warmup", type=int, default=6_400, help="agent steps before timing")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--start-method", default=default_start_method(),
+                        choices=multiprocessing.get_all_start_methods())
+    parser.add_argument("--only", nargs="*", choices=CONFIGS, help="run a subset of the configurations")
+    parser.add_argument("--markdown", metavar="PATH", help="also write the report to PATH")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    if args.repeats < 3:
+        print("note: fewer than 3 repeats; the methodology asks for at least 3", file=sys.stderr)
+
+    configs = args.only or CONFIGS
+    load_at_start = os.getloadavg()
+    runners = {}
+    samples: dict[str, list[float]] = {name: [] for name in configs}
+    try:
+        for name in configs:
+            runners[name] = build(name, args.num_envs, args.workers, args.start_method, args.seed)
+            runners[name].run(args.warmup)
+        for repeat in range(args.repeats):
+            order = configs[repeat % len(configs):] + configs[:repeat % len(configs)]
+            for name in order:
+                sps = runners[name].run(args.steps)
+                samples[name].append(sps)
+                print(f"repeat {repeat + 1}/{args.repeats}  {name:30s} {sps:12,.0f} SPS", file=sys.stderr)
+    finally:
+        for runner in runners.values():
+            runner.close()
+
+    medians = {name: statistics.median(values) for name, values in samples.items()}
+    lines = ["## shoal Python backends on gymnasium CartPole-v1", ""]
+    lines += environment(args, load_at_start)
+    lines.append(f"- load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
+                 f"(above ~0.5 other processes shared the cores: the numbers are pessimistic)")
+    lines += ["", "| configuration | median SPS | spread (max-min)/median | samples (SPS) |",
+              "|---|---:|---:|---|"]
+    for name in configs:
+        values = samples[name]
+        spread = (max(values) - min(values)) / medians[name]
+        lines.append(f"| {name} | {medians[name]:,.0f} | {spread:.1%} | "
+                     f"{', '.join(f'{v:,.0f}' for v in values)} |")
+    lines += ["", "| ratio of medians | value | target | met |", "|---|---:|---:|---|"]
+    for numerator, denominator, target in TARGETS:
+        if numerator in medians and denominator in medians:
+            ratio = medians[numerator] / medians[denominator]
+            goal = f">= {target:g}x" if target else "-"
+            met = ("yes" if ratio >= target else "NO") if target else "-"
+            lines.append(f"| {numerator} / {denominator} | {ratio:.2f}x | {goal} | {met} |")
+    report = "\n".join(lines) + "\n"
+    print(report)
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
