@@ -1,0 +1,657 @@
+"""Ray: envs in Ray actors, on this machine or across a cluster, with the Multiprocessing API.
+
+Placement. ``num_workers`` actors each host ``num_envs / num_workers`` consecutive envs: a Serial
+sub-vector for Python envs (Gymnasium, PettingZoo, PufferEnv), or one native vector for
+``shoal.native.NativeEnv`` classes, stepped by shoal's thread pool inside the actor
+(``max_num_threads`` threads per actor; default: the cluster's CPUs over the actors). An actor asks
+Ray for one CPU per thread, so a cluster with too few CPUs is an APIUsageError unless
+``overwork=True`` (then the CPUs are shared out fractionally).
+
+Data. Each actor owns one byte block carved into its rows' buffers (observations, final
+observations, actions, rewards, terminals, truncations, masks), so a step returns that one array.
+Ray hands it to the caller as a read-only view of the object store (no copy beyond Ray's own), and
+the caller copies it once into its preallocated buffers: ``vecenv.buf`` (every row) or, for
+non-contiguous batches (``zero_copy=False``), a batch buffer. Returned arrays keep shoal's dtypes
+and shapes. ``vecenv.final_observations`` holds the final observations of the rows last returned.
+
+Seeds. Actor ``w`` resets its sub-vector with ``offset_seed(seed, k)`` where ``k`` is the global
+index of its first env, so every env sees the stream it sees under Serial (bit-identical results).
+
+Batching (PufferLib 3.0 semantics, as Multiprocessing): all actors (full sync); the first ready
+actor (one per batch); aligned blocks of consecutive actors (``zero_copy=True``); the first ready
+actors in any order (``zero_copy=False``); ``sync_traj=True`` returns actors in the order they were
+sent.
+
+Connection. A process already connected to Ray (``ray.init`` by the user) keeps that connection
+(``ray_address`` is then not used); otherwise ``ray_address`` joins that cluster, and no address
+starts a local Ray instance. ``close()`` kills the actors it created and
+stops only what it started: the local instance (when no other shoal vector still uses it), or this
+process's connection to a joined cluster. A cluster it joined keeps running.
+
+Faults. An actor that dies raises ``WorkerError`` from the pending call (Ray reports the death,
+typically within a second) and closes the vector; an exception in env code raises ``EnvError``
+naming the worker and the env with the actor's traceback, after which ``reset()`` is required.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import os
+import pickle
+import socket
+import sys
+import threading
+import traceback
+import weakref
+
+import numpy as np
+
+from ..buffers import Buffers
+from ..call_order import NEEDS_RESET
+from ..errors import APIUsageError, EnvError, WorkerError
+from ..native import NativeEnv, check_threads
+from ..seeding import check_seed, offset_seed
+from .base import VecEnv, agent_id_range
+from .serial import Serial, probe
+
+# How long the caller waits for actors to be placed and to build their envs before it gives up
+# (a cluster without free CPUs leaves actors pending forever).
+START_TIMEOUT_S = 60.0
+# Granularity of the caller's waits on in-flight results (Ray itself reports actor deaths).
+WAIT_S = 1.0
+# close(): how long actors get to close their envs before they are killed.
+CLOSE_TIMEOUT_S = 2.0
+ALIGN = 64  # bytes; every array of an actor's block starts on its own cache line
+RESULT_FIELDS = ("observations", "final_observations", "rewards", "terminals", "truncations", "masks")
+
+
+def import_ray():
+    """The ray module, or an APIUsageError naming the optional extra that installs it."""
+    try:
+        import ray
+    except ImportError as exc:
+        raise APIUsageError("backend Ray needs the optional dependency ray: pip install 'shoal[ray]' "
+                            f"(or pip install 'ray>=2.9'); importing it failed: {exc}") from exc
+    return ray
+
+
+# ---------------------------------------------------------------------------------------------------
+# One byte block per actor
+# ---------------------------------------------------------------------------------------------------
+
+class _BlockLayout:
+    """Where each buffer of ``rows`` rows sits in one aligned byte block (same on both sides)."""
+
+    def __init__(self, observation_space, action_space, rows: int):
+        self.nbytes = 0
+        places: dict[int, tuple[int, int]] = {}
+
+        def measure(shape: tuple, dtype) -> np.ndarray:
+            array = np.empty(shape, dtype)
+            start = -(-self.nbytes // ALIGN) * ALIGN
+            self.nbytes = start + array.nbytes
+            places[id(array)] = (start, self.nbytes)
+            return array
+
+        model = Buffers.allocate(observation_space, action_space, rows, allocator=measure)
+        self.fields: dict[str, tuple[int, int, np.dtype, tuple]] = {}
+        for f in dataclasses.fields(Buffers):
+            array = getattr(model, f.name)
+            self.fields[f.name] = (*places[id(array)], array.dtype, array.shape)
+
+    def view(self, block: np.ndarray, name: str) -> np.ndarray:
+        start, end, dtype, shape = self.fields[name]
+        return block[start:end].view(dtype).reshape(shape)
+
+    def buffers(self, block: np.ndarray) -> Buffers:
+        return Buffers(**{name: self.view(block, name) for name in self.fields})
+
+
+def _describe(exc: BaseException) -> tuple[str, str, str]:
+    return type(exc).__name__, str(exc), "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+
+
+class EnvHost:
+    """Body of one Ray actor: envs [first_env, first_env + num_envs) over one byte block.
+
+    Methods never raise for env failures: they return ``(block, infos, error)`` with ``error`` =
+    ``(env index or None, exception name, message, traceback text)``, so the caller can name the env.
+    """
+
+    def __init__(self, first_env: int, payload: bytes, caller_path: list[str], native: bool,
+                 num_threads: int, observation_space, action_space, rows: int):
+        self.first_env, self.native = first_env, native
+        self.error = None
+        self.envs: list = []
+        # Creators defined in the caller's own modules (scripts, tests) are pickled by reference:
+        # make the caller's import path visible before unpickling them. On other machines those
+        # modules must be installed (or shipped with Ray's runtime_env).
+        sys.path.extend(p for p in caller_path if p not in sys.path)
+        try:
+            creators, args, kwargs = pickle.loads(payload)
+        except Exception as exc:
+            self.error = (None, *_describe(exc))
+            return
+        layout = _BlockLayout(observation_space, action_space, rows)
+        self.block = np.zeros(max(layout.nbytes, 1), dtype=np.uint8)
+        self.buf = layout.buffers(self.block)
+        self.buf.masks[:] = True
+        try:
+            if native:
+                # One native vector for the whole slice: its pool threads step it inside this actor.
+                env = creators[0](num_envs=len(creators), buf=self.buf, num_threads=num_threads,
+                                  env_params=list(kwargs))
+                self.envs, offsets, row_slices = [env], [0], [slice(0, rows)]
+            else:
+                sub = Serial(creators, args, kwargs, len(creators), buf=self.buf)
+                self.envs, offsets, row_slices = sub.envs, sub.env_offsets, sub.row_slices
+                sub.driver_env.close()  # the probe env Serial built; the caller has its own driver
+        except Exception as exc:
+            self.error = (None, *_describe(exc))
+            return
+        actions = self.buf.actions
+        self.steps = [(env, actions[r] if not native else actions) for env, r in zip(self.envs, row_slices)]
+        self.resets = list(zip(self.envs, offsets))
+        self.internal_envs = sum(env.num_envs for env in self.envs)
+
+    def ready(self) -> tuple:
+        """(pid, host name, internal env count, construction error or None)."""
+        if self.error is not None:
+            return os.getpid(), socket.gethostname(), 0, self.error
+        return os.getpid(), socket.gethostname(), self.internal_envs, None
+
+    def reset(self, seed: int) -> tuple:
+        infos: list = []
+        current = 0
+        try:
+            for current, (env, offset) in enumerate(self.resets):
+                env_infos = env.reset(seed=offset_seed(seed, offset))[1]
+                if env_infos:
+                    infos.extend(env_infos)
+        except Exception as exc:
+            return None, None, (self._env_index(current), *_describe(exc))
+        return self.block, infos, None
+
+    def step(self, actions: np.ndarray) -> tuple:
+        np.copyto(self.buf.actions, actions, casting="unsafe")
+        infos: list = []
+        current = 0
+        try:
+            for current, (env, env_actions) in enumerate(self.steps):
+                env_infos = env.step(env_actions)[4]
+                if env_infos:
+                    infos.extend(env_infos)
+        except Exception as exc:
+            return None, None, (self._env_index(current), *_describe(exc))
+        return self.block, infos, None
+
+    def _env_index(self, current: int) -> int | None:
+        # A native vector reports the failing envs in its message; a Serial slice fails env by env.
+        return None if self.native else self.first_env + current
+
+    def close(self) -> None:
+        for env in self.envs:
+            try:
+                env.close()
+            except Exception:
+                pass  # the actor is killed next; a failing env.close() must not keep it alive
+        self.envs = []
+
+
+_actor_classes: dict = {}
+
+
+def _actor_class(ray):
+    if "host" not in _actor_classes:
+        _actor_classes["host"] = ray.remote(EnvHost)
+    return _actor_classes["host"]
+
+
+# ---------------------------------------------------------------------------------------------------
+# The connection to Ray, shared by the vectors of this process
+# ---------------------------------------------------------------------------------------------------
+
+_session_lock = threading.Lock()
+_session = {"users": 0}  # vectors using a connection that shoal opened (ray.init) in this process
+
+
+def _connect(ray, address: str | None) -> bool:
+    """Makes sure this process is connected; returns True if the caller must _disconnect later."""
+    with _session_lock:
+        if ray.is_initialized():
+            if _session["users"] == 0:
+                return False  # the user's own connection: never shut it down
+            _session["users"] += 1
+            return True
+        kwargs = {"logging_level": logging.WARNING}
+        if address is None:
+            # "local" starts a new instance even where another cluster's address file is lying around.
+            kwargs = {**kwargs, "address": "local", "include_dashboard": False}
+        else:
+            kwargs["address"] = address
+        try:
+            ray.init(**kwargs)
+        except Exception as exc:
+            where = f"the Ray cluster at {address!r}" if address else "a local Ray instance"
+            raise WorkerError(f"backend Ray could not connect to {where}: {type(exc).__name__}: {exc}") from exc
+        _session["users"] = 1
+        return True
+
+
+def _disconnect(ray) -> None:
+    """Drops one user of shoal's connection; the last one calls ray.shutdown() (which stops a local
+    instance it started, or only leaves a joined cluster)."""
+    with _session_lock:
+        _session["users"] -= 1
+        if _session["users"] == 0 and ray.is_initialized():
+            ray.shutdown()
+
+
+class _Actors:
+    """Actors and connection of one vector; knows nothing of the VecEnv, so a weakref.finalize can
+    release them when the VecEnv is collected or the interpreter exits."""
+
+    def __init__(self, ray):
+        self.ray = ray
+        self.owner_pid = os.getpid()
+        self.handles: list = []
+        self.connected = False
+
+    def shutdown(self, graceful: bool = True) -> None:
+        if os.getpid() != self.owner_pid:
+            return  # a forked child holds a copy of this object; the actors are not its own
+        ray, handles = self.ray, self.handles
+        self.handles = []
+        if handles and ray.is_initialized():
+            if graceful:
+                try:
+                    refs = [h.close.remote() for h in handles]
+                    ray.wait(refs, num_returns=len(refs), timeout=CLOSE_TIMEOUT_S)
+                except Exception:
+                    pass  # dead or unreachable actors are killed below all the same
+            for handle in handles:
+                try:
+                    ray.kill(handle, no_restart=True)
+                except Exception:
+                    pass  # already gone
+        if self.connected:
+            self.connected = False
+            _disconnect(ray)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Caller side
+# ---------------------------------------------------------------------------------------------------
+
+def _check_bool(value, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise APIUsageError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def _pickle_slice(creators, args, kwargs) -> bytes:
+    """Creators, args and kwargs of one actor, pickled here so the actor can fix its path first."""
+    import cloudpickle
+    try:
+        return cloudpickle.dumps((creators, args, kwargs))
+    except Exception as exc:
+        raise APIUsageError(f"backend Ray ships env creators, args and kwargs to its actors with cloudpickle, "
+                            f"which failed: {exc}. Use picklable creators.") from exc
+
+
+def _is_native(creator) -> bool:
+    return isinstance(creator, type) and issubclass(creator, NativeEnv)
+
+
+class Ray(VecEnv):
+    """Envs in ``num_workers`` Ray actors; results bit-identical, env by env, to Serial.
+
+    ``worker_pids`` / ``worker_hosts``: process id and host name of each actor, in worker order.
+    ``max_num_threads``: pool threads per actor (native envs; None for Python envs).
+    """
+
+    options = ("num_workers", "batch_size", "zero_copy", "sync_traj", "overwork", "ray_address",
+               "max_num_threads")
+
+    def __init__(self, env_creators, env_args, env_kwargs, num_envs: int, seed: int = 0,
+                 num_workers=None, batch_size=None, zero_copy: bool = True, sync_traj: bool = True,
+                 overwork: bool = False, ray_address: str | None = None, max_num_threads=None, **options):
+        from ..vector import worker_layout  # vector imports the backends; import it lazily
+
+        if options:
+            raise APIUsageError(f"invalid argument(s) {sorted(options)} for backend Ray; "
+                                f"valid: {sorted(self.options)}")
+        self.seed = check_seed(seed)
+        zero_copy = _check_bool(zero_copy, "zero_copy")
+        self.sync_traj = _check_bool(sync_traj, "sync_traj")
+        self.overwork = _check_bool(overwork, "overwork")
+        if ray_address is not None and (not isinstance(ray_address, str) or not ray_address.strip()):
+            raise APIUsageError(f"ray_address must be a Ray cluster address such as '10.0.0.1:6379' or "
+                                f"'auto', or None to start a local Ray instance; got {ray_address!r}")
+        # Cores are the cluster's, checked once connected; worker_layout checks the rest now.
+        layout = worker_layout(num_envs, num_workers, batch_size, zero_copy, self.overwork, limit_to_cores=False)
+        self.native = _is_native(env_creators[0])
+        if self.native:
+            from .multithreading import native_env_type
+            native_env_type(env_creators, env_args)
+            for i, kwargs in enumerate(env_kwargs):
+                if "num_envs" in kwargs or "num_threads" in kwargs:
+                    raise APIUsageError(f"env_kwargs[{i}] sets num_envs/num_threads; pass them to make() as "
+                                        "num_envs and max_num_threads")
+            if max_num_threads not in (None, "auto"):
+                max_num_threads = check_threads(max_num_threads)
+        elif max_num_threads is not None:
+            raise APIUsageError("max_num_threads sets the native thread pool of each Ray actor and applies to "
+                                "native envs (shoal.native.NativeEnv classes) only; Python envs run one per "
+                                f"actor thread. Got max_num_threads={max_num_threads!r} with "
+                                f"{getattr(env_creators[0], '__name__', env_creators[0])!r}")
+        self.ray_address = ray_address
+        self.num_envs = num_envs
+        self.num_workers = layout.num_workers
+        self.batch_size = layout.batch_size
+        self.zero_copy = layout.zero_copy
+        self.envs_per_worker = layout.envs_per_worker
+        self.workers_per_batch = wpb = layout.workers_per_batch
+
+        ray = self._ray = import_ray()
+        from ray.exceptions import GetTimeoutError, RayActorError, RayError
+        self._GetTimeoutError, self._RayActorError, self._RayError = GetTimeoutError, RayActorError, RayError
+
+        # The driver env tells spaces and agents per env; it stays in this process.
+        self.driver_env, _ = probe(env_creators[0], env_args[0], env_kwargs[0])
+        driver = self.driver_env
+        self.single_observation_space = driver.single_observation_space
+        self.single_action_space = driver.single_action_space
+        self.emulated = driver.emulated
+        self.agents_per_env = driver.num_agents
+        self.rows_per_worker = rows = driver.num_agents * self.envs_per_worker
+        self.num_agents = rows * self.num_workers
+        self.agents_per_batch = rows * wpb
+
+        actors = self._actors = _Actors(ray)
+        self._finalizer = weakref.finalize(self, actors.shutdown)
+        try:
+            actors.connected = _connect(ray, ray_address)
+            num_threads, cpus = self._plan_cpus(ray, max_num_threads)
+            self.max_num_threads = num_threads if self.native else None
+            host = _actor_class(ray).options(num_cpus=cpus, max_restarts=0, max_task_retries=0,
+                                             scheduling_strategy="SPREAD")
+            n = self.envs_per_worker
+            caller_path = [os.path.abspath(p) for p in sys.path if p]
+            for w in range(self.num_workers):
+                s = slice(w * n, (w + 1) * n)
+                payload = _pickle_slice(env_creators[s], env_args[s], env_kwargs[s])
+                actors.handles.append(host.remote(w * n, payload, caller_path, self.native, num_threads,
+                                                  self.single_observation_space, self.single_action_space, rows))
+            internal = self._handshake(ray, actors.handles)
+        except BaseException:
+            self._finalizer()
+            driver.close()
+            raise
+        self._handles = actors.handles
+        # Global index of each actor's first internal env: its reset seed is offset_seed(seed, offset).
+        self._env_offsets = np.concatenate([[0], np.cumsum(internal)[:-1]]).astype(int).tolist()
+
+        self._layout = _BlockLayout(self.single_observation_space, self.single_action_space, rows)
+        self.buf = Buffers.allocate(self.single_observation_space, self.single_action_space, self.num_agents)
+        self._worker_rows = [slice(w * rows, (w + 1) * rows) for w in range(self.num_workers)]
+        self._copy_mode = (not self.zero_copy) and 1 < wpb < self.num_workers
+        buf = self.buf
+        if self._copy_mode:
+            self._batch_buf = Buffers.allocate(self.single_observation_space, self.single_action_space,
+                                               self.agents_per_batch)
+            self._batch_ids = np.empty(self.agents_per_batch, dtype=np.int64)
+            self._worker_ids = [agent_id_range(r.start, r.stop) for r in self._worker_rows]
+        else:
+            # One tuple of views per block of workers_per_batch consecutive actors.
+            self._views = []
+            for b in range(self.num_workers // wpb):
+                r = slice(b * self.agents_per_batch, (b + 1) * self.agents_per_batch)
+                self._views.append((buf.observations[r], buf.rewards[r], buf.terminals[r], buf.truncations[r],
+                                    agent_id_range(r.start, r.stop), buf.masks[r], buf.final_observations[r]))
+        self._refs: list = [None] * self.num_workers   # in-flight call of each actor
+        self._busy: list[int] = []      # dispatched, not completed (dispatch order)
+        self._ready: list[int] = []     # completed, not returned yet (order of discovery)
+        self._is_ready = [False] * self.num_workers
+        self._pending: list[int] = []   # dispatched, not returned yet (dispatch order; sync_traj)
+        self._blocks: list = [None] * self.num_workers
+        self._worker_infos: list[list] = [[] for _ in range(self.num_workers)]
+        self._batch: list[int] = []
+        self.observations = buf.observations
+        self.final_observations = buf.final_observations
+        self._init_api()
+
+    # -- construction helpers ----------------------------------------------------------------------
+
+    def _plan_cpus(self, ray, max_num_threads) -> tuple[int, float]:
+        """(threads per actor, CPUs each actor asks Ray for); checks the cluster has them."""
+        total = ray.cluster_resources().get("CPU", 0.0)
+        if self.native and max_num_threads in (None, "auto"):
+            max_num_threads = max(1, min(int(total // self.num_workers), self.envs_per_worker))
+        threads = max_num_threads if self.native else 1
+        cpus = float(max(1, threads))
+        if self.num_workers * cpus > total:
+            if not self.overwork:
+                raise APIUsageError(f"num_workers ({self.num_workers}) x {cpus:g} CPU(s) per actor "
+                                    f"{'(max_num_threads) ' if self.native else ''}> the Ray cluster's "
+                                    f"{total:g} CPUs. Use fewer workers or threads, or set overwork=True "
+                                    "to share the CPUs out.")
+            share = total / self.num_workers
+            # Ray takes fractions below one CPU (to 1e-4) and whole numbers above.
+            cpus = math.floor(share * 1e4) / 1e4 if share < 1 else float(math.floor(share))
+        return threads, cpus
+
+    def _handshake(self, ray, handles) -> list[int]:
+        """Waits for every actor to build its envs; returns their internal env counts."""
+        refs = [h.ready.remote() for h in handles]
+        self.worker_pids, self.worker_hosts = [0] * len(refs), [""] * len(refs)
+        internal = [0] * len(refs)
+        try:
+            ready, _ = ray.wait(refs, num_returns=len(refs), timeout=START_TIMEOUT_S)
+        except self._RayError as exc:
+            raise WorkerError(f"Ray could not start the actors: {exc}") from exc
+        if len(ready) < len(refs):
+            raise WorkerError(f"only {len(ready)} of {len(refs)} Ray actors started within {START_TIMEOUT_S:g} s "
+                              f"(the cluster's available resources: {ray.available_resources()}); other work "
+                              "may hold its CPUs")
+        for w, ref in enumerate(refs):
+            try:
+                pid, host, count, error = ray.get(ref)
+            except self._RayError as exc:
+                raise WorkerError(f"Ray actor {w} died while creating envs {self._env_range(w)}: {exc}") from exc
+            if error is not None:
+                _, name, text, tb = error
+                raise EnvError(f"worker {w} failed to create envs {self._env_range(w)}: {name}: {text}\n\n"
+                               f"Traceback in Ray actor {w} (pid {pid} on {host}):\n{tb}")
+            self.worker_pids[w], self.worker_hosts[w], internal[w] = pid, host, count
+        return internal
+
+    def _env_range(self, w: int) -> str:
+        return f"{w * self.envs_per_worker}..{(w + 1) * self.envs_per_worker - 1}"
+
+    # -- the API -----------------------------------------------------------------------------------
+
+    def async_reset(self, seed: int | None = None) -> None:
+        seed = self.seed if seed is None else check_seed(seed)
+        self._order.reset()
+        self._drain()  # calls still in flight finish first; their results are dropped
+        self._ready.clear()
+        self._is_ready = [False] * self.num_workers
+        self._pending = []
+        self._blocks = [None] * self.num_workers
+        self._worker_infos = [[] for _ in range(self.num_workers)]
+        for w in range(self.num_workers):
+            self._dispatch(w, self._handles[w].reset.remote(offset_seed(seed, self._env_offsets[w])))
+
+    def send(self, actions) -> None:
+        actions = self._check_actions(actions)
+        self._order.send()
+        shared, rows = self.buf.actions, self.rows_per_worker
+        for i, w in enumerate(self._batch):
+            worker_actions = shared[self._worker_rows[w]]
+            np.copyto(worker_actions, actions[i * rows:(i + 1) * rows], casting="unsafe")
+            # Ray serializes the arguments inside .remote(), so the rows may be reused right away.
+            self._dispatch(w, self._handles[w].step.remote(worker_actions))
+
+    def recv(self):
+        self._order.recv()
+        try:
+            batch = self._next_batch()
+        except WorkerError:
+            raise
+        except EnvError:
+            self._order.state = NEEDS_RESET
+            raise
+        self._batch = batch
+        infos = []
+        for w in batch:
+            if self._worker_infos[w]:
+                infos.extend(self._worker_infos[w])
+                self._worker_infos[w] = []
+        self.infos = infos
+        if self._copy_mode:
+            dst = self._batch_buf
+            for i, w in enumerate(batch):
+                d = slice(i * self.rows_per_worker, (i + 1) * self.rows_per_worker)
+                self._unpack(w, dst, d)
+                self._batch_ids[d] = self._worker_ids[w]
+            self.observations, self.final_observations = dst.observations, dst.final_observations
+            return (dst.observations, dst.rewards, dst.terminals, dst.truncations, infos, self._batch_ids,
+                    dst.masks)
+        for w in batch:
+            self._unpack(w, self.buf, self._worker_rows[w])
+        obs, rewards, terminals, truncations, ids, masks, final = self._views[batch[0] // self.workers_per_batch]
+        self.observations, self.final_observations = obs, final
+        return obs, rewards, terminals, truncations, infos, ids, masks
+
+    def _unpack(self, w: int, dst: Buffers, rows: slice) -> None:
+        """Copies actor w's block (a read-only view of Ray's object store) into rows of dst."""
+        block, self._blocks[w] = self._blocks[w], None
+        layout = self._layout
+        for name in RESULT_FIELDS:
+            np.copyto(getattr(dst, name)[rows], layout.view(block, name))
+
+    # -- hand-off ----------------------------------------------------------------------------------
+
+    def _dispatch(self, w: int, ref) -> None:
+        self._refs[w] = ref
+        self._busy.append(w)
+        if self.sync_traj:
+            self._pending.append(w)
+
+    def _next_batch(self) -> list[int]:
+        ray = self._ray
+        if self.workers_per_batch == self.num_workers and len(self._busy) == self.num_workers:
+            # Full sync: one ray.get for every actor (a dead actor's result is its error).
+            self._collect(list(self._busy), ray.get)
+        while True:
+            batch = self._select()
+            if batch is not None:
+                return batch
+            if not self._busy:
+                raise RuntimeError("Ray: no actor in flight and no batch ready (internal error)")
+            refs = [self._refs[w] for w in self._busy]
+            done, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
+            if not done:
+                done, _ = ray.wait(refs, num_returns=1, timeout=WAIT_S)
+            finished = set(done)
+            self._collect([w for w in self._busy if self._refs[w] in finished], ray.get)
+
+    def _collect(self, workers: list[int], get) -> None:
+        """Moves finished actors from busy to ready with their results; raises their failures."""
+        refs = [self._refs[w] for w in workers]
+        try:
+            results = get(refs)
+        except self._RayError:
+            results = None  # find which actor failed, below
+        for i, w in enumerate(workers):
+            if results is None:
+                result = self._get_one(w)
+            else:
+                result = results[i]
+            self._busy.remove(w)
+            self._refs[w] = None
+            block, infos, error = result
+            if error is not None:
+                env_index, name, text, tb = error
+                where = (f"env {env_index} (worker {w})" if env_index is not None
+                         else f"worker {w} (envs {self._env_range(w)})")
+                raise EnvError(f"{where} raised {name}: {text}\n\nTraceback in Ray actor {w} "
+                               f"(pid {self.worker_pids[w]} on {self.worker_hosts[w]}):\n{tb}"
+                               "\nCall reset() before stepping again.")
+            self._blocks[w] = block
+            self._worker_infos[w] = infos
+            self._ready.append(w)
+            self._is_ready[w] = True
+
+    def _get_one(self, w: int):
+        try:
+            return self._ray.get(self._refs[w])
+        except self._RayActorError as exc:
+            self._fail(WorkerError(f"Ray actor {w} (pid {self.worker_pids[w]} on {self.worker_hosts[w]}) died; "
+                                   f"it held envs {self._env_range(w)}. The vector env is closed.\n{exc}"))
+        except self._RayError as exc:
+            # The actor lives but Ray could not deliver its result (e.g. infos that do not pickle).
+            raise EnvError(f"worker {w} (envs {self._env_range(w)}): Ray could not return its result: "
+                           f"{type(exc).__name__}: {exc}\nCall reset() before stepping again.") from exc
+
+    def _select(self) -> list[int] | None:
+        wpb, ready = self.workers_per_batch, self._ready
+        if len(ready) < wpb:
+            return None
+        if wpb == self.num_workers:
+            batch = list(range(wpb))
+        elif self.sync_traj:
+            batch = self._pending[:wpb]
+            if not all(self._is_ready[w] for w in batch):
+                return None
+            del self._pending[:wpb]
+        elif wpb == 1:
+            batch = [ready[0]]
+        elif self.zero_copy:
+            for w in ready:
+                first = w - w % wpb
+                if all(self._is_ready[first:first + wpb]):
+                    batch = list(range(first, first + wpb))
+                    break
+            else:
+                return None
+        else:
+            batch = ready[:wpb]
+        if wpb == self.num_workers:
+            ready.clear()
+            self._pending.clear()
+        else:
+            chosen = set(batch)
+            self._ready = [w for w in ready if w not in chosen]
+        for w in batch:
+            self._is_ready[w] = False
+        return batch
+
+    def _drain(self) -> None:
+        """Waits until no actor is in flight; results and env errors are dropped, deaths raise."""
+        while self._busy:
+            w = self._busy[0]
+            try:
+                self._get_one(w)
+            except WorkerError:
+                raise
+            except EnvError:
+                pass  # the step being dropped failed; the reset that follows is what the caller asked for
+            self._busy.remove(w)
+            self._refs[w] = None
+
+    def _fail(self, error: WorkerError):
+        self.close()
+        raise error
+
+    def _close(self) -> None:
+        self._finalizer()
+        self.driver_env.close()
+
+
+from ..vector import register_backend  # noqa: E402  (vector imports this module lazily)
+
+register_backend(Ray)
