@@ -4,20 +4,21 @@
  * calling thread and the workers claim chunks and call body(context, begin, end) on them, and
  * run() returns once every item is done. Header-only C++20, Linux (pthreads + futex), no Python.
  *
- * Overview of the moving parts (each rule is argued in full next to the code that relies on it):
- *   - Publication: the caller writes the job descriptor, then bumps `round` (release) and the
- *     futex word `gen` (seq_cst). Workers spin on `gen`, then sleep on it (FUTEX_WAIT); the
- *     caller issues FUTEX_WAKE only when the `sleepers` count says somebody sleeps.
- *   - Claiming: every chunk is claimed with one CAS on a 64-bit claim word that carries the round
- *     tag and the chunk range, so a worker that wakes up late can never claim a chunk of a later
- *     round by mistake, and nobody waits for a worker that has not started: the caller takes
- *     every chunk still unclaimed.
- *   - Join: `remaining` counts unfinished items; each participant subtracts what it completed
- *     (release) once it finds nothing left to claim; the caller spins (pause, then sched_yield)
- *     until it reads zero (acquire). Only chunks in progress are waited for.
- *   - Adaptive spinning: see "Adaptive waiting" below; no tuning knobs are needed.
+ * The moving parts (each concurrency rule is argued in full next to the code relying on it):
+ *   - Publication: the caller writes the round descriptor under a sequence number (seqlock),
+ *     then bumps the futex word `gen`. Workers spin on `gen`, then sleep on it (FUTEX_WAIT); the
+ *     caller issues FUTEX_WAKE only when the sleep counter says somebody went to sleep.
+ *   - Claiming: every chunk is claimed with one CAS on a claim word that carries the round tag
+ *     and the range of unclaimed chunks. The first participant to touch a slice in a round
+ *     initialises its word in the same CAS, so publishing does not write the workers' lines.
+ *     The caller takes every chunk still unclaimed: nobody waits for a worker that has not started.
+ *   - Join: workers add the items they ran to one cumulative counter (release) when they find
+ *     nothing left to claim; the caller spins (pause, then sched_yield) until the counter shows
+ *     every item it did not run itself (acquire). Only chunks in progress are waited for.
+ *   - Adaptive waiting: spin tokens, a spin budget learnt from the gaps between rounds, and parking
+ *     on evidence of CPU contention; see "Adaptive waiting" below. No tuning knobs are needed.
  *   - fork(): a pthread_atfork child handler bumps an epoch; a pool used in the child notices that
- *     its threads are gone, forgets their handles and starts new ones.
+ *     its threads are gone, forgets their handles (never joins them) and starts new ones.
  */
 #ifndef SHOAL_POOL_HPP
 #define SHOAL_POOL_HPP
@@ -32,7 +33,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <climits>
 #include <cstddef>
 #include <cstdint>
@@ -50,6 +50,14 @@
 #include <immintrin.h>
 #endif
 
+#if defined(__SANITIZE_THREAD__)
+#define SHOAL_POOL_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SHOAL_POOL_TSAN 1
+#endif
+#endif
+
 namespace shoal {
 
 /** How the items of a round are split among participants. */
@@ -63,17 +71,17 @@ struct PoolOptions {
   Schedule schedule = Schedule::Static;
   size_t dynamic_chunk = 0;         ///< items per chunk for Dynamic; 0 = auto (~8 chunks per participant)
   bool pin_threads = false;         ///< pin worker i to the (i+1)-th allowed CPU (mod count); caller untouched
-  unsigned max_active_workers = 0;  ///< workers allowed to spin/await rounds at once; 0 = auto (allowed CPUs - 1)
+  unsigned max_active_workers = 0;  ///< workers that may spin/await rounds at once; 0 = auto (allowed CPUs - 1)
 };
 
-/** Counters for tuning; totals since construction (gauges are marked). */
+/** Counters for tuning: totals since the workers were (re)started, plus a few gauges. */
 struct PoolStats {
   uint64_t rounds = 0;             ///< run() calls with num_items > 0
   uint64_t chunks_by_caller = 0;   ///< chunks executed by the calling thread
   uint64_t chunks_by_workers = 0;  ///< chunks executed by worker threads
   uint64_t worker_sleeps = 0;      ///< times a worker's spin budget ran out and it slept on the futex
   uint64_t worker_wakeups = 0;     ///< futex sleeps that ended with a new round
-  uint64_t spin_hits = 0;          ///< rounds that found a worker spinning (no syscall needed)
+  uint64_t spin_hits = 0;          ///< rounds that found a worker spinning (no syscall involved)
   uint64_t futex_wakes = 0;        ///< FUTEX_WAKE syscalls issued by the caller
   uint64_t preemptions = 0;        ///< times a spinning worker noticed it had been descheduled
   uint64_t parks = 0;              ///< times a worker parked (stopped awaiting rounds for a while)
@@ -102,19 +110,19 @@ inline constexpr size_t kSubChunksPerSlice = 16;
 /** Dynamic auto chunking: this many chunks per participant. */
 inline constexpr size_t kDynamicChunksPerParticipant = 8;
 
-// Adaptive waiting constants (nanoseconds). See WorkerPool::wait_for_round.
-inline constexpr uint64_t kMinSpinNs = 20'000;        ///< shortest spin budget
-inline constexpr uint64_t kMaxSpinNs = 1'000'000;     ///< longest spin budget (1 ms)
-inline constexpr uint64_t kInitialSpinNs = 200'000;   ///< budget of a fresh worker
-inline constexpr uint64_t kPreemptNs = 200'000;       ///< clock jump while spinning = we were descheduled
-inline constexpr uint64_t kParkBaseNs = 2'000'000;    ///< first contention backoff (doubles per level)
-inline constexpr unsigned kMaxParkLevel = 8;          ///< backoff tops out at 2 ms << 7 = 256 ms
-inline constexpr uint64_t kParkDecayNs = 100'000'000; ///< contention-free active time that lowers the level
-inline constexpr uint64_t kTokenRetryNs = 10'000'000; ///< how often a worker without a spin token looks again
-inline constexpr uint64_t kUselessWakeParkNs = 20'000'000;  ///< park after repeated wakes that found no work
-inline constexpr unsigned kUselessWakeLimit = 4;
-inline constexpr unsigned kClockCheckEvery = 32;      ///< pause iterations between clock reads
-inline constexpr uint64_t kJoinSpinNs = 20'000;       ///< caller spins this long before sched_yield
+// Adaptive waiting constants (nanoseconds). See WorkerPool's "Adaptive waiting" comment.
+inline constexpr uint64_t kMinSpinNs = 50'000;         ///< shortest spin budget
+inline constexpr uint64_t kMaxSpinNs = 1'000'000;      ///< longest spin budget (1 ms)
+inline constexpr uint64_t kInitialSpinNs = 200'000;    ///< budget of a fresh worker
+inline constexpr uint64_t kPreemptNs = 200'000;        ///< clock jump while spinning = descheduled
+inline constexpr uint64_t kParkBaseNs = 2'000'000;     ///< first contention backoff (doubles per level)
+inline constexpr unsigned kMaxParkLevel = 8;           ///< backoff tops out at 2 ms << 7 = 256 ms
+inline constexpr uint64_t kParkDecayNs = 100'000'000;  ///< contention-free active time per level decay
+inline constexpr uint64_t kTokenRetryNs = 10'000'000;  ///< how often a worker without token looks again
+inline constexpr uint64_t kUselessWakeParkNs = 20'000'000;  ///< park after wakes that found no work
+inline constexpr unsigned kUselessWakeLimit = 4;       ///< ... this many in a row
+inline constexpr unsigned kClockCheckEvery = 32;       ///< pause iterations between clock reads
+inline constexpr uint64_t kJoinSpinNs = 20'000;        ///< the caller spins this long before sched_yield
 
 inline void cpu_relax() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
@@ -132,19 +140,26 @@ inline void cpu_relax() noexcept {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
 }
 
+/** CPU time consumed by the calling thread (a syscall: ~0.3 us; used off the hot path). */
+[[nodiscard]] inline uint64_t thread_cpu_ns() noexcept {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
 static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t) &&
                   std::atomic<uint32_t>::is_always_lock_free,
               "futex words must be plain 32-bit integers");
 
-/** Blocks while *word == expected (or until the relative timeout, if any); spurious returns allowed. */
+/** Blocks while *word == expected (or until the relative timeout, if any); may return spuriously. */
 inline void futex_wait(std::atomic<uint32_t>* word, uint32_t expected,
                        const timespec* timeout) noexcept {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT_PRIVATE, expected, timeout,
           nullptr, 0);
 }
 
-inline void futex_wake(std::atomic<uint32_t>* word, int count) noexcept {
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, count, nullptr,
+inline void futex_wake_all(std::atomic<uint32_t>* word) noexcept {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr,
           nullptr, 0);
 }
 
@@ -157,28 +172,40 @@ inline void bump(std::atomic<uint64_t>& counter, uint64_t by = 1) noexcept {
   return (tag << kTagShift) | (front << kIndexBits) | back;
 }
 
-/** Claims the chunk at the front of `word` if its tag is `tag`; returns its index or -1. */
-[[nodiscard]] inline int64_t claim_front(std::atomic<uint64_t>& word, uint64_t tag) noexcept {
-  uint64_t v = word.load(std::memory_order_relaxed);
-  for (;;) {
-    const uint64_t front = (v >> kIndexBits) & kIndexMask;
-    if ((v >> kTagShift) != tag || front >= (v & kIndexMask)) return -1;
-    if (word.compare_exchange_weak(v, v + (uint64_t{1} << kIndexBits), std::memory_order_relaxed,
-                                   std::memory_order_relaxed)) {
-      return static_cast<int64_t>(front);
-    }
-  }
+/** True if `tag` belongs to a round before `current` (tags are round numbers mod 2^36). */
+[[nodiscard]] constexpr bool tag_is_older(uint64_t tag, uint64_t current) noexcept {
+  const uint64_t age = (current - tag) & kTagMask;
+  return age != 0 && age < (kTagMask >> 1);
 }
 
-/** Claims the chunk at the back of `word` (stealing end); returns its index or -1. */
-[[nodiscard]] inline int64_t claim_back(std::atomic<uint64_t>& word, uint64_t tag) noexcept {
+/**
+ * Claims one chunk of `word` for the round tagged `tag`, whose word holds `count` chunks in that
+ * round; from the front (owner) or the back (thief). Returns the chunk index, or -1 if none is
+ * left or the word already belongs to a later round. A word still tagged with an older round is
+ * initialised for this round by the same CAS (the first touch of a slice in a round). The caller
+ * (`authoritative`) is never late, so for it any other tag is an older one.
+ */
+[[nodiscard]] inline int64_t claim(std::atomic<uint64_t>& word, uint64_t tag, uint64_t count,
+                                   bool from_back, bool authoritative) noexcept {
   uint64_t v = word.load(std::memory_order_relaxed);
   for (;;) {
-    const uint64_t back = v & kIndexMask;
-    if ((v >> kTagShift) != tag || ((v >> kIndexBits) & kIndexMask) >= back) return -1;
-    if (word.compare_exchange_weak(v, v - 1, std::memory_order_relaxed,
+    uint64_t desired;
+    uint64_t index;
+    const uint64_t word_tag = v >> kTagShift;
+    if (word_tag == tag) {
+      const uint64_t front = (v >> kIndexBits) & kIndexMask, back = v & kIndexMask;
+      if (front >= back) return -1;
+      index = from_back ? back - 1 : front;
+      desired = from_back ? v - 1 : v + (uint64_t{1} << kIndexBits);
+    } else if (authoritative || tag_is_older(word_tag, tag)) {
+      index = from_back ? count - 1 : 0;
+      desired = from_back ? pack_claim(tag, 0, count - 1) : pack_claim(tag, 1, count);
+    } else {
+      return -1;
+    }
+    if (word.compare_exchange_weak(v, desired, std::memory_order_relaxed,
                                    std::memory_order_relaxed)) {
-      return static_cast<int64_t>(back - 1);
+      return static_cast<int64_t>(index);
     }
   }
 }
@@ -193,7 +220,7 @@ extern "C" inline void shoal_pool_on_fork_child() noexcept {
 }
 
 inline void register_fork_handler() noexcept {
-  // A function-local static of an inline function is one object per program (or shared library),
+  // A function-local static of an inline function is one object per program (or shared object),
   // so the handler is registered once however many translation units include this header.
   static const int registered = pthread_atfork(nullptr, nullptr, &shoal_pool_on_fork_child);
   (void)registered;
@@ -269,8 +296,8 @@ class WorkerPool {
    *
    * The caller takes part and takes every chunk nobody has claimed, so it never waits for a worker
    * that has not started. Not reentrant: one run() at a time, never from inside a body.
-   * @throws the first exception thrown by a body (on any thread), after all other chunks finished;
-   *         std::logic_error on a nested or concurrent call.
+   * @throws the first exception thrown by a body (on any thread), after all other chunks finished
+   *         (they all run); std::logic_error on a nested or concurrent call.
    */
   void run(size_t num_items, Body body, void* context) {
     if (num_items == 0) return;
@@ -278,23 +305,30 @@ class WorkerPool {
     recover_after_fork();
     BusyGuard guard(busy_);
     detail::bump(caller_.rounds);
-    const size_t workers = num_threads_;
-    if (workers == 0 || num_items == 1) {
+    if (num_threads_ == 0 || num_items == 1) {
       detail::bump(caller_.chunks);
       body(context, 0, num_items);
       return;
     }
-    publish(num_items, body, context, workers + 1);
+    // Long rounds also compare the caller's wall and CPU time (two syscalls, < 0.3% of such a
+    // round): a caller descheduled inside run() means the CPUs are oversubscribed.
+    const bool measure_cpu = last_round_ns_ > detail::kPreemptNs;
+    const uint64_t wall_start = detail::now_ns();
+    const uint64_t cpu_start = measure_cpu ? detail::thread_cpu_ns() : 0;
+    const Round round = publish(num_items, body, context);
     size_t done = 0;
     uint64_t chunks = 0, steals = 0;
     bool late = false;
-    participate(0, round_ & detail::kTagMask, done, chunks, steals, late);
+    participate(round, 0, done, chunks, steals, late);
     detail::bump(caller_.chunks, chunks);
-    detail::bump(caller_.steals, steals);
-    join(done);
+    if (steals) detail::bump(caller_.steals, steals);
+    join(num_items - done);
+    const uint64_t wall_end = detail::now_ns();
+    last_round_ns_ = wall_end - wall_start;
+    if (measure_cpu) note_caller_cpu(wall_end, last_round_ns_, detail::thread_cpu_ns() - cpu_start);
     if (error_claimed_.load(std::memory_order_relaxed)) {
-      // `error_` was written before the writer's release decrement of `remaining_`, which join()
-      // acquired, so reading it here is ordered after the write.
+      // `error_` was written before its writer's release increment of `worker_items_`, which
+      // join() acquired (or by this thread), so reading it here is ordered after the write.
       std::exception_ptr error = std::move(error_);
       error_ = nullptr;
       std::rethrow_exception(error);
@@ -337,7 +371,7 @@ class WorkerPool {
   [[nodiscard]] unsigned num_threads() const noexcept { return num_threads_; }
   [[nodiscard]] const PoolOptions& options() const noexcept { return options_; }
 
-  /** Sums the counters of the caller and the workers (relaxed reads; exact between rounds). */
+  /** Sums the counters of the caller and the workers. Call it from the thread that owns the pool. */
   [[nodiscard]] PoolStats stats() const noexcept {
     PoolStats s;
     const auto get = [](const std::atomic<uint64_t>& counter) {
@@ -369,23 +403,37 @@ class WorkerPool {
   }
 
  private:
-  /** Per-worker state; one cache line group per worker so no two workers share a line. */
+  /** What a participant needs to know about one round (read once, validated by the seqlock). */
+  struct Round {
+    uint64_t tag = 0;
+    Body body = nullptr;
+    void* context = nullptr;
+    size_t num_items = 0;
+    size_t slices = 0;       // Static: number of slices
+    size_t chunk_items = 0;  // Dynamic: items per chunk
+    Schedule schedule = Schedule::Static;
+  };
+
+  /** Per-worker state; alignas keeps every worker's state off the other workers' lines. */
   struct alignas(detail::kCacheLine) WorkerState {
     WorkerPool* pool = nullptr;
-    unsigned index = 0;          // worker i is participant i + 1
-    uint32_t start_gen = 0;      // `gen` when the thread was created
+    unsigned index = 0;      // worker i is participant i + 1
+    uint32_t start_gen = 0;  // `gen` when the thread was created
     pthread_t handle{};
     // Adaptive-waiting state, touched only by the worker itself.
     uint64_t spin_budget_ns = detail::kInitialSpinNs;
-    uint64_t gap_ema_ns = detail::kInitialSpinNs / 2;
+    uint64_t gap_peak_ns = detail::kInitialSpinNs / 2;  // decaying maximum of the short gaps
+    uint32_t long_gap_share = 0;  // EMA of "gap longer than any affordable spin", in 1/256
+    uint64_t base_wall_ns = 0;    // (wall, thread CPU) when the worker last checked for
+    uint64_t base_cpu_ns = 0;     // preemption while working
     uint64_t park_until_ns = 0;
-    uint64_t level_since_ns = 0;  // when park_level last changed (for decay)
+    uint64_t level_since_ns = 0;  // when park_level last changed (for its decay)
     unsigned park_level = 0;
     unsigned useless_wakes = 0;
     bool has_token = false;
-    bool woken = false;           // the last wait ended in a futex wake-up
-    uint64_t last_round = 0;
-    // Counters written only by this worker.
+    bool woken = false;  // the last wait ended in a futex wake-up
+    uint64_t last_tag = 0;
+    // Counters written only by this worker, read by stats().
     alignas(detail::kCacheLine) std::atomic<uint64_t> chunks{0};
     std::atomic<uint64_t> sleeps{0}, wakeups{0}, spin_hits{0}, preemptions{0}, parks{0};
     std::atomic<uint64_t> late_arrivals{0}, steals{0}, spin_budget_gauge{detail::kInitialSpinNs};
@@ -415,167 +463,176 @@ class WorkerPool {
 
   // ---- publication -------------------------------------------------------------------------
   //
-  // Rule (no lost wake-up). The caller does:   gen.store(g + 1, seq_cst); s = sleepers.load(seq_cst);
-  //                                            if (s) FUTEX_WAKE(gen)
-  // A worker about to sleep does:              sleepers.fetch_add(1, seq_cst);
-  //                                            while (gen.load(seq_cst) == g) FUTEX_WAIT(gen, g)
-  // All four operations are seq_cst, so they sit in one total order S. If the worker's load of
-  // `gen` misses the new value, that load precedes the caller's store in S, hence so does the
-  // worker's increment, hence the caller's later load of `sleepers` sees it and the caller calls
-  // FUTEX_WAKE. The kernel compares *gen with g atomically with queueing the waiter, so a wake
-  // that lands before the worker is queued makes FUTEX_WAIT return at once (EAGAIN) rather than
-  // be lost. When nobody sleeps the caller pays one plain load and no syscall.
+  // Rule (no lost wake-up). The caller does:  gen.store(g + 1, seq_cst);
+  //                                           n = sleep_requests.load(seq_cst);
+  //                                           if (n != requests_seen) FUTEX_WAKE(gen, all)
+  // A worker about to sleep does:             sleep_requests.fetch_add(1, seq_cst);
+  //                                           while (gen.load(seq_cst) == g) FUTEX_WAIT(gen, g)
+  // All four are seq_cst, so they sit in one total order S. If the worker's load of `gen` misses
+  // the new value, that load precedes the caller's store in S, hence so does the worker's
+  // increment, hence the caller's later load of `sleep_requests` sees a count it has not served
+  // and it calls FUTEX_WAKE. The kernel compares *gen with g atomically with queueing the waiter,
+  // so a wake that lands before the worker is queued makes FUTEX_WAIT return at once (EAGAIN)
+  // instead of being lost. A wake wakes every waiter, so each request needs serving only once:
+  // a woken worker that goes back to sleep makes a new request. When nobody went to sleep the
+  // caller pays one plain load and no syscall; a sleeper costs one syscall, not one per round
+  // while it is still on its way to a CPU.
   //
-  // Rule (visibility). Everything the caller wrote before publishing (the descriptor, claim words,
-  // `remaining`, and the user's own data) is ordered before its release store of `round`; a worker
-  // acquires `round` before reading any of it. The futex and the spin only tell the worker *when*
-  // to look; the happens-before edge that TSan (and the C++ model) sees is this release/acquire
-  // pair, plus the release decrements of `remaining` acquired by the caller's join.
+  // Rule (descriptor seqlock). The round descriptor is a set of atomics protected by `seq`:
+  // the caller stores seq = 2r - 1 (relaxed), then every field with a release store, then
+  // seq = 2r (release). A worker loads seq (acquire), the fields (acquire), then seq again. If
+  // some field returned a value of a later round r', that value's release store follows the
+  // caller's store of 2r' - 1, which then happens-before the worker's second load, so the two
+  // loads differ and the worker discards what it read. Equal even values therefore mean every
+  // field belongs to round r. All accesses are atomic: a late reader is never a data race.
   //
-  // Rule (late workers). A worker may read `round` = r and be descheduled for an arbitrarily long
-  // time; meanwhile the caller may finish round r and publish r+1, r+2, ... rewriting the
-  // descriptor. The descriptor fields are atomics (relaxed) so such reads are not data races, and
-  // a value read from a later round is never *used*: every chunk is obtained by a CAS on a claim
-  // word whose tag must equal r and whose [front, back) range was stored by the caller of round r
-  // itself. A successful claim therefore holds a real chunk of round r, so round r cannot end
-  // before this worker's release decrement of `remaining`; the caller writes the next descriptor
-  // only after acquiring that decrement, so every read the worker made before (and while) running
-  // the chunk happens-before those writes and returned round r's values. A late worker whose tag
-  // is stale finds every claim word tagged differently and leaves without touching user data.
-  // (Tags are 36 bits: confusion would need one worker to stall for exactly 2^36 rounds.)
+  // Rule (visibility of user data). Whatever the caller wrote before run() (actions, env state)
+  // is sequenced before its release store of seq = 2r; a worker's acquire load of seq orders its
+  // chunks after it. A worker's chunks are ordered before its release fetch_add on
+  // `worker_items_`, which the caller's acquire load in join() reads. These atomics are what TSan
+  // sees; the futex and the spinning only tell a worker *when* to look.
+  //
+  // Rule (late workers and claims). A worker may validate round r and then be descheduled for
+  // arbitrarily long while the caller finishes r and publishes later rounds. It can still only
+  // claim via claim(), which requires the word's tag to be r (chunks left) or older than r
+  // (first touch in r). Round r ends only after the caller has claimed every remaining chunk of
+  // every slice of r, which leaves each of those words tagged r or later and empty. So a claim
+  // that succeeds is a genuine chunk of round r, and round r cannot have ended: the caller waits
+  // for its items. Tags are round numbers mod 2^36; confusing them would need one worker to stall
+  // for 2^35 rounds.
 
-  void publish(size_t num_items, Body body, void* context, size_t participants) {
-    const uint64_t round = ++round_;
-    const uint64_t tag = round & detail::kTagMask;
-    const Schedule schedule = options_.schedule;
-    if (schedule == Schedule::Static) {
-      const size_t slices = std::min(num_items, participants);
-      const size_t base = num_items / slices, extra = num_items % slices;
-      for (size_t j = 0; j < slices; ++j) {
-        const size_t length = base + (j < extra ? 1 : 0);
-        const size_t subs = std::min(length, detail::kSubChunksPerSlice);
-        slots_[j].word.store(detail::pack_claim(tag, 0, subs), std::memory_order_relaxed);
-      }
-      job_.slices.store(static_cast<uint32_t>(slices), std::memory_order_relaxed);
+  Round publish(size_t num_items, Body body, void* context) {
+    const uint64_t number = ++round_;
+    const size_t participants = static_cast<size_t>(num_threads_) + 1;
+    Round round;
+    round.tag = number & detail::kTagMask;
+    round.body = body;
+    round.context = context;
+    round.num_items = num_items;
+    round.schedule = options_.schedule;
+    if (round.schedule == Schedule::Static) {
+      round.slices = std::min(num_items, participants);
     } else {
       size_t chunk = options_.dynamic_chunk;
       if (chunk == 0) {
         const size_t target = participants * detail::kDynamicChunksPerParticipant;
         chunk = (num_items + target - 1) / target;
       }
-      chunk = std::max(chunk, (num_items + detail::kMaxChunksPerWord - 1) / detail::kMaxChunksPerWord);
-      const size_t chunks = (num_items + chunk - 1) / chunk;
-      dynamic_.word.store(detail::pack_claim(tag, 0, chunks), std::memory_order_relaxed);
-      job_.chunk_items.store(chunk, std::memory_order_relaxed);
+      round.chunk_items =
+          std::max(chunk, (num_items + detail::kMaxChunksPerWord - 1) / detail::kMaxChunksPerWord);
     }
-    job_.schedule.store(schedule, std::memory_order_relaxed);
-    job_.body.store(body, std::memory_order_relaxed);
-    job_.context.store(context, std::memory_order_relaxed);
-    job_.num_items.store(num_items, std::memory_order_relaxed);
-    remaining_.store(num_items, std::memory_order_relaxed);
     error_claimed_.store(false, std::memory_order_relaxed);
-    job_.round.store(round, std::memory_order_release);
-    const uint32_t gen = job_.gen.load(std::memory_order_relaxed) + 1;
-    job_.gen.store(gen, std::memory_order_seq_cst);
-    const uint32_t sleepers = sleepers_.load(std::memory_order_seq_cst);
-    if (sleepers != 0) {
-      // Wake no more sleepers than there are chunks for the workers.
-      const size_t useful = schedule == Schedule::Static
-                                ? std::min(num_items, participants) - 1
-                                : participants - 1;
-      detail::futex_wake(&job_.gen, static_cast<int>(std::min<size_t>(
-                                        std::max<size_t>(useful, 1), sleepers)));
+    job_.seq.store(2 * number - 1, std::memory_order_relaxed);
+    job_.body.store(body, std::memory_order_release);
+    job_.context.store(context, std::memory_order_release);
+    job_.num_items.store(num_items, std::memory_order_release);
+    job_.slices.store(round.slices, std::memory_order_release);
+    job_.chunk_items.store(round.chunk_items, std::memory_order_release);
+    job_.schedule.store(round.schedule, std::memory_order_release);
+    job_.seq.store(2 * number, std::memory_order_release);
+    job_.gen.store(job_.gen.load(std::memory_order_relaxed) + 1, std::memory_order_seq_cst);
+    const uint32_t requests = sleep_requests_.load(std::memory_order_seq_cst);
+    if (requests != requests_served_) {
+      requests_served_ = requests;
+      detail::futex_wake_all(&job_.gen);
       detail::bump(caller_.futex_wakes);
     }
+    return round;
   }
 
-  /** Runs one chunk; a throwing body is recorded (first one wins) and the round continues. */
-  void run_chunk(Body body, void* context, size_t begin, size_t end) noexcept {
+  /** Reads and validates the current descriptor; false if a publication raced with the read. */
+  [[nodiscard]] bool read_round(Round& round) const noexcept {
+    const uint64_t seq = job_.seq.load(std::memory_order_acquire);
+    if (seq & 1) return false;
+    round.body = job_.body.load(std::memory_order_acquire);
+    round.context = job_.context.load(std::memory_order_acquire);
+    round.num_items = job_.num_items.load(std::memory_order_acquire);
+    round.slices = job_.slices.load(std::memory_order_acquire);
+    round.chunk_items = job_.chunk_items.load(std::memory_order_acquire);
+    round.schedule = job_.schedule.load(std::memory_order_acquire);
+    if (job_.seq.load(std::memory_order_relaxed) != seq) return false;
+    round.tag = (seq / 2) & detail::kTagMask;
+    return true;
+  }
+
+  /** Runs one chunk; a throwing body is recorded (first one wins) and the round goes on. */
+  void run_chunk(const Round& round, size_t begin, size_t end) noexcept {
     try {
-      body(context, begin, end);
+      round.body(round.context, begin, end);
     } catch (...) {
       if (!error_claimed_.exchange(true, std::memory_order_relaxed)) {
         // Only the thread that flipped the flag writes `error_`; the caller reads it after the
-        // join (see run()). The flag itself needs no ordering: it is re-armed by the caller before
-        // the release store of `round`.
+        // join (see run()). The flag is re-armed by the caller before it publishes a round.
         error_ = std::current_exception();
       }
     }
   }
 
   /**
-   * Claims and runs chunks of the round tagged `tag` as participant `p` until none is left.
-   * Static: own slice from the front first, then other slices from the back (stealing).
+   * Claims and runs chunks of `round` as participant `p` until none is left.
+   * Static: own slice from the front first, then the other slices from the back (stealing).
    */
-  void participate(unsigned p, uint64_t tag, size_t& done, uint64_t& chunks, uint64_t& steals,
-                   bool& late) noexcept {
-    const Body body = job_.body.load(std::memory_order_relaxed);
-    void* const context = job_.context.load(std::memory_order_relaxed);
-    const size_t num_items = job_.num_items.load(std::memory_order_relaxed);
-    if (job_.schedule.load(std::memory_order_relaxed) == Schedule::Dynamic) {
-      const size_t chunk = job_.chunk_items.load(std::memory_order_relaxed);
-      for (int64_t c; (c = detail::claim_front(dynamic_.word, tag)) >= 0;) {
-        const size_t begin = static_cast<size_t>(c) * chunk;
-        const size_t end = std::min(num_items, begin + chunk);
-        run_chunk(body, context, begin, end);
+  void participate(const Round& round, size_t p, size_t& done, uint64_t& chunks,
+                   uint64_t& steals, bool& late) noexcept {
+    if (round.schedule == Schedule::Dynamic) {
+      const size_t count = (round.num_items + round.chunk_items - 1) / round.chunk_items;
+      for (int64_t c; (c = detail::claim(dynamic_.word, round.tag, count, false, p == 0)) >= 0;) {
+        const size_t begin = static_cast<size_t>(c) * round.chunk_items;
+        const size_t end = std::min(round.num_items, begin + round.chunk_items);
+        run_chunk(round, begin, end);
         done += end - begin;
         ++chunks;
       }
       return;
     }
-    // Slice geometry is recomputed from (num_items, slices); a late worker may compute garbage
-    // here but can only use it after a successful claim, which proves the values are current.
-    const size_t slices = std::min<size_t>(job_.slices.load(std::memory_order_relaxed),
-                                           slot_count_);
-    if (slices == 0) return;
-    const size_t base = num_items / slices, extra = num_items % slices;
-    const auto run_sub = [&](size_t j, size_t sub) {
+    const size_t slices = round.slices;
+    const size_t base = round.num_items / slices, extra = round.num_items % slices;
+    const auto drain = [&](size_t j, bool from_back) {
       const size_t begin = j * base + std::min(j, extra);
       const size_t length = base + (j < extra ? 1 : 0);
       const size_t subs = std::min(length, detail::kSubChunksPerSlice);
-      const size_t sub_begin = begin + length * sub / subs;
-      const size_t sub_end = begin + length * (sub + 1) / subs;
-      run_chunk(body, context, sub_begin, sub_end);
-      done += sub_end - sub_begin;
-      ++chunks;
-    };
-    if (p < slices) {
-      int64_t sub = detail::claim_front(slots_[p].word, tag);
-      if (sub < 0 && p != 0) late = true;
-      for (; sub >= 0; sub = detail::claim_front(slots_[p].word, tag)) {
-        run_sub(p, static_cast<size_t>(sub));
+      size_t taken = 0;
+      for (int64_t sub; (sub = detail::claim(slots_[j].word, round.tag, subs, from_back, p == 0)) >= 0;) {
+        const size_t s = static_cast<size_t>(sub);
+        const size_t sub_begin = begin + length * s / subs;
+        const size_t sub_end = begin + length * (s + 1) / subs;
+        run_chunk(round, sub_begin, sub_end);
+        done += sub_end - sub_begin;
+        ++taken;
       }
-    }
+      chunks += taken;
+      return taken;
+    };
+    if (p < slices && drain(p, false) == 0 && p != 0) late = true;
     for (size_t k = 1; k <= slices; ++k) {
       // The caller walks the slices backwards (the highest workers start last); worker p goes
-      // forward from its own slice so thieves spread over different victims.
+      // forward from its own slice, so thieves spread over different victims.
       const size_t j = p == 0 ? slices - k : (p + k) % slices;
-      if (j == p) continue;
-      for (int64_t sub; (sub = detail::claim_back(slots_[j].word, tag)) >= 0;) {
-        run_sub(j, static_cast<size_t>(sub));
-        ++steals;
-      }
+      if (j != p) steals += drain(j, true);
     }
   }
 
   // ---- join ----------------------------------------------------------------------------------
   //
-  // Rule (join). `remaining` starts at num_items; every participant subtracts the items it ran
-  // with one release RMW after it found nothing left to claim. Decrements form a release
-  // sequence, so the caller's acquire load that reads `caller_done` (only its own items left)
-  // happens-after every worker's chunk. Chunks nobody claimed were claimed by the caller itself
-  // in participate(), so what remains is exactly the chunks in progress on other threads.
+  // Rule (join). `worker_items_` only grows: each worker adds the items it ran with one release
+  // fetch_add after it found nothing left to claim. The caller knows how many items it ran
+  // itself, so the workers owe exactly `num_items - done` in this round, and it waits until the
+  // counter has grown by that much. Increments form a release sequence, so the acquire load that
+  // reads the final value happens-after every worker's chunk. Chunks nobody claimed were claimed
+  // by the caller in participate(), so what it waits for is exactly the chunks in progress.
 
-  void join(size_t caller_done) noexcept {
-    if (remaining_.load(std::memory_order_acquire) == caller_done) return;
+  void join(size_t owed_by_workers) noexcept {
+    const uint64_t target = worker_items_seen_ + owed_by_workers;
+    worker_items_seen_ = target;
+    if (worker_items_.load(std::memory_order_acquire) == target) return;
     const uint64_t start = detail::now_ns();
     uint64_t yields = 0;
-    for (unsigned i = 1; remaining_.load(std::memory_order_acquire) != caller_done; ++i) {
+    for (unsigned i = 1; worker_items_.load(std::memory_order_acquire) != target; ++i) {
       if (yields == 0 && (i % detail::kClockCheckEvery != 0 ||
                           detail::now_ns() - start < detail::kJoinSpinNs)) {
         detail::cpu_relax();
       } else {
-        // A chunk in progress whose thread lost its CPU: give the CPU away instead of spinning.
+        // A chunk in progress whose thread lost its CPU: lend ours instead of spinning.
         sched_yield();
         ++yields;
       }
@@ -594,18 +651,28 @@ class WorkerPool {
 
   void worker_loop(WorkerState& w) noexcept {
     uint32_t seen = w.start_gen;
-    const unsigned participant = w.index + 1;
+    rebase_cpu_clock(w);
+    started_.fetch_add(1, std::memory_order_release);
+    const size_t participant = static_cast<size_t>(w.index) + 1;
     for (;;) {
       seen = wait_for_round(w, seen);
       if (stop_.load(std::memory_order_acquire)) break;
-      const uint64_t round = job_.round.load(std::memory_order_acquire);
-      if (round == w.last_round) continue;
-      w.last_round = round;
+      // Only token holders take chunks: a worker back from parking would otherwise grab a chunk
+      // while every CPU is busy, get descheduled holding it, and make the caller wait a slice.
+      if (!w.has_token) continue;
+      Round round;
+      if (!read_round(round) || round.tag == w.last_tag) continue;
+      w.last_tag = round.tag;
+      // Start pulling the join counter's line now; the body runs while it travels.
+      __builtin_prefetch(&worker_items_, 1);
+      const uint64_t started = detail::now_ns();
       size_t done = 0;
       uint64_t chunks = 0, steals = 0;
       bool late = false;
-      participate(participant, round & detail::kTagMask, done, chunks, steals, late);
-      if (done != 0) remaining_.fetch_sub(done, std::memory_order_release);
+      participate(round, participant, done, chunks, steals, late);
+      if (done != 0) worker_items_.fetch_add(done, std::memory_order_release);
+      const uint64_t finished = detail::now_ns();
+      if (finished - started > detail::kPreemptNs) check_preempted_while_working(w, finished);
       if (chunks) detail::bump(w.chunks, chunks);
       if (steals) detail::bump(w.steals, steals);
       if (late) detail::bump(w.late_arrivals);
@@ -625,26 +692,29 @@ class WorkerPool {
   // ---- adaptive waiting ----------------------------------------------------------------------
   //
   // Between rounds a worker is in one of three states:
-  //   spinning  — polls `gen` with pause; the caller needs no syscall; costs a CPU.
-  //   sleeping  — FUTEX_WAIT on `gen`, counted in `sleepers`; the caller wakes it each round.
-  //   parked    — timed FUTEX_WAIT on `park_word_`, not counted: the caller neither waits for nor
-  //               wakes it (it simply does the parked worker's chunks). Used when awaiting rounds
-  //               does not pay.
-  // Spin tokens: at most `active_limit()` workers (default: allowed CPUs - 1, the caller being
-  // the other one) may spin or sleep at once; a worker without a token parks and retries every
-  // 10 ms. Without this, T workers on T CPUs time-share with the caller and the caller loses
-  // whole scheduler slices.
-  // Spin budget: every time a round arrives the worker learns the gap it waited (idle → new round)
-  // and keeps an EMA of it. Budget = 2 * EMA + 20 µs, capped at 1 ms; if the EMA exceeds 1 ms,
-  // spinning cannot bridge the gap and the budget drops to 20 µs. Sleeping that ended in a
-  // round within 1 ms therefore lengthens the next spin (spinning pays), and long gaps shorten it.
-  // Contention: while spinning the worker reads the clock every 32 pauses; a jump of > 200 µs
-  // between two reads (or between the last read and the round's arrival) means it was
-  // descheduled, i.e. somebody else wanted this CPU: spinning now steals time from the caller.
-  // The worker gives its token back and parks for 2 ms << level (level +1 per detection, up to
-  // 256 ms); each 100 ms spent active without such evidence lowers the level by one. Wakes that
-  // repeatedly find no chunk left (the caller finished alone) park the worker for 20 ms too, so the
-  // caller stops paying a syscall per round for nothing.
+  //   spinning - polls `gen` with pause; the caller needs no syscall; costs a CPU.
+  //   sleeping - FUTEX_WAIT on `gen` after a sleep request; the caller wakes it at the next round.
+  //   parked   - timed FUTEX_WAIT on `park_word_`; the caller neither wakes nor waits for it (it
+  //              just runs the parked worker's chunks itself). For when awaiting rounds does not pay.
+  // Spin tokens: at most active_limit() workers (default: allowed CPUs - 1; the caller is the other
+  // one) may spin or sleep at once; a worker without a token parks and retries every 10 ms.
+  // Without this cap, T workers + the caller on T CPUs time-share and the caller loses whole
+  // scheduler slices.
+  // Spin budget: whenever a round arrives the worker knows the gap it waited (from the end of its
+  // chunks to the new round). It keeps a decaying peak of the gaps up to 1 ms (peak = max(gap,
+  // 7/8 peak)) and the share of gaps beyond 1 ms. Budget = 2 * peak + 50 us, capped at 1 ms; if
+  // most gaps exceed 1 ms no affordable spin bridges them and the budget drops to 50 us. A sleep
+  // that ended in a round within 1 ms thus lengthens the next spin (spinning would have paid),
+  // and long gaps shorten it (spinning would burn a CPU for nothing).
+  // Contention: while spinning the worker reads the clock every 32 pauses; a jump of > 200 us
+  // between two reads (or between the last read and the round's arrival) means it had been
+  // descheduled: another thread wanted this CPU, so spinning takes time from the caller or a
+  // competing process. A participation that took > 200 us of wall time also compares wall time
+  // with the thread's CPU time (one syscall, only then): a worker descheduled in the middle of a
+  // chunk made the caller wait for it. Either way the worker returns its token and parks for
+  // 2 ms << level (level + 1 per detection, at most 256 ms); every 100 ms of contention-free
+  // activity lowers the level. Four futex wakes in a row that found no chunk left (the caller
+  // finished alone) park it for 20 ms, so the caller stops paying a syscall per round for nothing.
 
   [[nodiscard]] unsigned active_limit() const noexcept {
     if (options_.max_active_workers != 0) return options_.max_active_workers;
@@ -667,10 +737,12 @@ class WorkerPool {
     tokens_.fetch_add(1, std::memory_order_relaxed);
   }
 
-  void set_budget(WorkerState& w, uint64_t gap_ns) noexcept {
-    w.gap_ema_ns = (3 * w.gap_ema_ns + gap_ns) / 4;
-    uint64_t budget = 2 * w.gap_ema_ns + detail::kMinSpinNs;
-    if (w.gap_ema_ns > detail::kMaxSpinNs) budget = detail::kMinSpinNs;
+  void learn_gap(WorkerState& w, uint64_t gap_ns) noexcept {
+    const bool long_gap = gap_ns > detail::kMaxSpinNs;
+    w.long_gap_share = (7 * w.long_gap_share + (long_gap ? 256u : 0u)) / 8;
+    if (!long_gap) w.gap_peak_ns = std::max(gap_ns, w.gap_peak_ns - w.gap_peak_ns / 8);
+    uint64_t budget = 2 * w.gap_peak_ns + detail::kMinSpinNs;
+    if (w.long_gap_share > 128) budget = detail::kMinSpinNs;
     w.spin_budget_ns = std::min(budget, detail::kMaxSpinNs);
     w.spin_budget_gauge.store(w.spin_budget_ns, std::memory_order_relaxed);
   }
@@ -682,6 +754,42 @@ class WorkerPool {
     w.park_until_ns = now + (detail::kParkBaseNs << (w.park_level - 1));
   }
 
+  /** Re-bases the wall/CPU comparison (after sleeping, when wall time legitimately runs alone). */
+  static void rebase_cpu_clock(WorkerState& w) noexcept {
+    w.base_wall_ns = detail::now_ns();
+    w.base_cpu_ns = detail::thread_cpu_ns();
+  }
+
+  /**
+   * After a long participation: if wall time since the last base exceeds this thread's CPU time
+   * by more than kPreemptNs, the worker was descheduled while the caller may have been waiting
+   * for its chunk - contention. Between bases the worker only spins or works, both on-CPU.
+   */
+  void check_preempted_while_working(WorkerState& w, uint64_t now) noexcept {
+    const uint64_t cpu = detail::thread_cpu_ns();
+    const uint64_t wall = now - w.base_wall_ns, used = cpu - w.base_cpu_ns;
+    if (wall > used + detail::kPreemptNs) note_contention(w, now);
+    w.base_wall_ns = now;
+    w.base_cpu_ns = cpu;
+  }
+
+  /**
+   * The caller's own contention evidence: it lost > kPreemptNs of a round to descheduling
+   * (typically to its own woken workers plus a competing process). Workers then park like after
+   * their own detection, with the caller's backoff level (2 ms << level, up to 256 ms).
+   */
+  void note_caller_cpu(uint64_t now, uint64_t wall, uint64_t cpu) noexcept {
+    if (wall > cpu + detail::kPreemptNs) {
+      caller_park_level_ = std::min(caller_park_level_ + 1, detail::kMaxParkLevel);
+      caller_level_since_ns_ = now;
+      park_all_until_ns_.store(now + (detail::kParkBaseNs << (caller_park_level_ - 1)),
+                               std::memory_order_relaxed);
+    } else if (caller_park_level_ != 0 && now - caller_level_since_ns_ > detail::kParkDecayNs) {
+      --caller_park_level_;
+      caller_level_since_ns_ = now;
+    }
+  }
+
   void note_clean(WorkerState& w, uint64_t now) noexcept {
     if (w.park_level != 0 && now - w.level_since_ns > detail::kParkDecayNs) {
       --w.park_level;
@@ -689,43 +797,46 @@ class WorkerPool {
     }
   }
 
-  /** Parks until `until_ns` (or until stop/resize bumps `park_word_`). */
+  /** Parks until `until_ns` or until stop_workers() bumps `park_word_`. */
   void park(WorkerState& w, uint64_t until_ns) noexcept {
     if (w.has_token) release_token(w);
     detail::bump(w.parks);
     w.parked_gauge.store(true, std::memory_order_relaxed);
-    // Same Dekker pattern as `gen`/`sleepers`: stop_workers() stores `stop_` then bumps
-    // `park_word_` (both seq_cst), so either we see `stop_` or the futex sees a changed word.
+    // Same pattern as `gen`/`sleep_requests`: stop_workers() stores `stop_`, then bumps
+    // `park_word_` (both seq_cst), so either we see `stop_` or FUTEX_WAIT sees a changed word.
     const uint32_t word = park_word_.load(std::memory_order_seq_cst);
     while (!stop_.load(std::memory_order_seq_cst)) {
       const uint64_t now = detail::now_ns();
       if (now >= until_ns) break;
       const uint64_t left = until_ns - now;
-      timespec timeout{static_cast<time_t>(left / 1'000'000'000u),
-                       static_cast<long>(left % 1'000'000'000u)};
+      const timespec timeout{static_cast<time_t>(left / 1'000'000'000u),
+                             static_cast<long>(left % 1'000'000'000u)};
       detail::futex_wait(&park_word_, word, &timeout);
       if (park_word_.load(std::memory_order_seq_cst) != word) break;
     }
     w.parked_gauge.store(false, std::memory_order_relaxed);
+    rebase_cpu_clock(w);
   }
 
-  /** Returns a `gen` value different from `seen` (a new round, or stop). */
+  /** Waits for a `gen` value different from `seen` (a new round, or stop) and returns it. */
   uint32_t wait_for_round(WorkerState& w, uint32_t seen) noexcept {
     const uint64_t idle_since = detail::now_ns();
-    bool slept_or_parked = false;
+    bool parked = false;
     w.woken = false;
     for (;;) {
       uint32_t gen = job_.gen.load(std::memory_order_acquire);
       if (gen != seen) return gen;
       uint64_t now = detail::now_ns();
+      const uint64_t park_all_until = park_all_until_ns_.load(std::memory_order_relaxed);
+      if (now < park_all_until) w.park_until_ns = std::max(w.park_until_ns, park_all_until);
       if (now < w.park_until_ns) {
         park(w, w.park_until_ns);
-        slept_or_parked = true;
+        parked = true;
         continue;
       }
       if (!w.has_token && !try_take_token(w)) {
         park(w, now + detail::kTokenRetryNs);
-        slept_or_parked = true;
+        parked = true;
         continue;
       }
       // Spin.
@@ -742,7 +853,7 @@ class WorkerPool {
           } else {
             detail::bump(w.spin_hits);
             note_clean(w, now);
-            if (!slept_or_parked) set_budget(w, now - idle_since);
+            if (!parked) learn_gap(w, now - idle_since);
           }
           return gen;
         }
@@ -760,16 +871,16 @@ class WorkerPool {
         note_contention(w, now);
         continue;  // parks
       }
-      // Sleep until the caller wakes us (see the no-lost-wake-up rule above).
+      // Sleep until the caller wakes us (rule "no lost wake-up" above).
       detail::bump(w.sleeps);
-      sleepers_.fetch_add(1, std::memory_order_seq_cst);
+      sleep_requests_.fetch_add(1, std::memory_order_seq_cst);
       while ((gen = job_.gen.load(std::memory_order_seq_cst)) == seen) {
         detail::futex_wait(&job_.gen, seen, nullptr);
       }
-      sleepers_.fetch_sub(1, std::memory_order_relaxed);
       detail::bump(w.wakeups);
       w.woken = true;
-      if (!slept_or_parked) set_budget(w, detail::now_ns() - idle_since);
+      rebase_cpu_clock(w);
+      if (!parked) learn_gap(w, detail::now_ns() - idle_since);
       return gen;
     }
   }
@@ -792,58 +903,70 @@ class WorkerPool {
     cpus_ = detail::allowed_cpus();
     cpu_count_ = static_cast<unsigned>(cpus_.size());
     stop_.store(false, std::memory_order_relaxed);
-    sleepers_.store(0, std::memory_order_relaxed);
     tokens_.store(static_cast<int>(active_limit()), std::memory_order_relaxed);
     num_threads_ = 0;
-    if (num_threads == 0) {
-      workers_.reset();
-      slots_.reset();
-      slot_count_ = 0;
-      return;
-    }
+    started_.store(0, std::memory_order_relaxed);
+    if (num_threads == 0) return;
     slots_ = std::make_unique<ClaimSlot[]>(num_threads + 1);
-    slot_count_ = num_threads + 1;  // written before the threads start, constant while they run
     workers_ = std::make_unique<WorkerState[]>(num_threads);
-    // Workers must not take process signals (e.g. SIGINT belongs to Python's main thread):
-    // block everything while creating them, they inherit the mask.
+    // Workers must not take asynchronous signals (SIGINT belongs to Python's main thread): block
+    // them while creating the threads, which inherit the mask. Fault signals stay deliverable.
     sigset_t all, previous;
     sigfillset(&all);
     for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGABRT}) sigdelset(&all, sig);
     pthread_sigmask(SIG_SETMASK, &all, &previous);
     const uint32_t gen = job_.gen.load(std::memory_order_relaxed);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+#if defined(SHOAL_POOL_TSAN)
+    // TSan keeps the parent's threads in its registry after fork(), and glibc would give the
+    // child's new threads the cached stacks - hence the pthread_t values - of those dead threads,
+    // which TSan rejects as duplicates. Stacks larger than any cached one get fresh addresses.
+    if (epoch_ != 0) {
+      size_t stack = 0;
+      pthread_attr_getstacksize(&attr, &stack);
+      pthread_attr_setstacksize(&attr, 2 * stack + epoch_ * 65536);
+    }
+#endif
     int error = 0;
     for (unsigned i = 0; i < num_threads; ++i) {
       WorkerState& w = workers_[i];
       w.pool = this;
       w.index = i;
       w.start_gen = gen;
-      w.last_round = round_;
-      error = pthread_create(&w.handle, nullptr, &WorkerPool::worker_entry, &w);
+      w.last_tag = round_ & detail::kTagMask;
+      error = pthread_create(&w.handle, &attr, &WorkerPool::worker_entry, &w);
       if (error != 0) break;
       ++num_threads_;
       if (options_.pin_threads) apply_affinity(i);
     }
     pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    pthread_attr_destroy(&attr);
     if (error != 0) {
       stop_workers();
       throw std::system_error(error, std::generic_category(), "WorkerPool: pthread_create");
     }
+    // Return only once every thread runs our code: thread start-up (in libc or a sanitizer
+    // runtime) may hold allocator locks, and a fork() in that window would leave them locked in
+    // the child. Afterwards the workers never allocate.
+    while (started_.load(std::memory_order_acquire) != num_threads_) sched_yield();
   }
 
   void stop_workers() noexcept {
     if (num_threads_ != 0 && epoch_ == detail::fork_epoch.load(std::memory_order_relaxed)) {
       stop_.store(true, std::memory_order_seq_cst);
       job_.gen.fetch_add(1, std::memory_order_seq_cst);
-      detail::futex_wake(&job_.gen, INT_MAX);
+      detail::futex_wake_all(&job_.gen);
       park_word_.fetch_add(1, std::memory_order_seq_cst);
-      detail::futex_wake(&park_word_, INT_MAX);
+      detail::futex_wake_all(&park_word_);
       for (unsigned i = 0; i < num_threads_; ++i) pthread_join(workers_[i].handle, nullptr);
     }
     // In a forked child the threads do not exist: never join or signal the parent's handles.
     num_threads_ = 0;
     workers_.reset();
     slots_.reset();
-    slot_count_ = 0;
+    // Every worker is gone, so every request it made has been served or no longer matters.
+    requests_served_ = sleep_requests_.load(std::memory_order_relaxed);
     stop_.store(false, std::memory_order_relaxed);
   }
 
@@ -852,24 +975,25 @@ class WorkerPool {
     if (epoch_ == detail::fork_epoch.load(std::memory_order_relaxed)) return;
     const unsigned n = num_threads_;
     num_threads_ = 0;
-    workers_.reset();  // WorkerState is trivially destructible in substance; no thread touches it
+    workers_.reset();  // frees memory only; the threads it described do not exist here
     slots_.reset();
-    slot_count_ = 0;
-    busy_.store(false, std::memory_order_relaxed);
-    remaining_.store(0, std::memory_order_relaxed);
+    busy_.store(false, std::memory_order_relaxed);  // a run() of another parent thread never ends here
+    requests_served_ = sleep_requests_.load(std::memory_order_relaxed);
+    worker_items_seen_ = worker_items_.load(std::memory_order_relaxed);
+    error_claimed_.store(false, std::memory_order_relaxed);
     error_ = nullptr;
     start_workers(n);
   }
 
-  /** The job descriptor; written by the caller once per round, read by every worker. */
+  /** The round descriptor: written by the caller once per round, read by every worker. */
   struct alignas(detail::kCacheLine) Job {
     std::atomic<uint32_t> gen{0};  // futex word: bumped once per round and on stop
     std::atomic<Schedule> schedule{Schedule::Static};
-    std::atomic<uint32_t> slices{0};
-    std::atomic<uint64_t> round{0};
+    std::atomic<uint64_t> seq{0};  // seqlock: 2r while round r is published, odd while writing
     std::atomic<Body> body{nullptr};
     std::atomic<void*> context{nullptr};
     std::atomic<size_t> num_items{0};
+    std::atomic<size_t> slices{0};
     std::atomic<size_t> chunk_items{0};
   };
 
@@ -879,19 +1003,26 @@ class WorkerPool {
   };
 
   Job job_;
-  alignas(detail::kCacheLine) std::atomic<uint32_t> sleepers_{0};
-  alignas(detail::kCacheLine) std::atomic<size_t> remaining_{0};
-  std::atomic<bool> error_claimed_{false};
-  std::exception_ptr error_;
+  alignas(detail::kCacheLine) std::atomic<uint32_t> sleep_requests_{0};
+  alignas(detail::kCacheLine) std::atomic<uint64_t> worker_items_{0};
   ClaimSlot dynamic_;
+  alignas(detail::kCacheLine) std::atomic<bool> error_claimed_{false};
+  std::exception_ptr error_;
   alignas(detail::kCacheLine) std::atomic<uint32_t> park_word_{0};
   std::atomic<bool> stop_{false};
   std::atomic<int> tokens_{0};
-  // Caller-only state below (plus read-mostly fields the workers read).
+  std::atomic<unsigned> started_{0};  // workers that reached worker_loop (start-up handshake)
+  std::atomic<uint64_t> park_all_until_ns_{0};  // set by the caller on its contention evidence
+  // Caller-only state (workers read slots_ and nothing else from here; it is set before they
+  // start and reset after they are joined).
   alignas(detail::kCacheLine) std::atomic<bool> busy_{false};
   uint64_t round_ = 0;
+  uint64_t worker_items_seen_ = 0;
+  uint32_t requests_served_ = 0;
+  uint64_t last_round_ns_ = 0;
+  uint64_t caller_level_since_ns_ = 0;
+  unsigned caller_park_level_ = 0;
   unsigned num_threads_ = 0;
-  size_t slot_count_ = 0;
   unsigned cpu_count_ = 1;
   uint64_t epoch_ = 0;
   PoolOptions options_;
