@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include <atomic>
+#include <cstring>
 #include <cmath>
 #include <memory>
 #include <optional>
@@ -166,13 +167,19 @@ class Vector {
         raise_failures();
     }
 
-    /// Steps every env once; returns the number of episodes that ended.
-    uint64_t step() {
+    /// Steps every env once; returns the number of episodes that ended. With `new_actions`, each
+    /// range first copies its envs' rows from there into the action buffer.
+    uint64_t step(const unsigned char* new_actions = nullptr) {
         Busy busy(*this);
         std::atomic<uint64_t> episodes{0};
+        const size_t env_action_bytes = size_t(spec_.spec->num_agents) * size_t(spec_.spec->action_dims) * 4;
+        unsigned char* action_buffer = static_cast<unsigned char*>(arrays_[2].mutable_data());
         {
             py::gil_scoped_release release;
             auto body = [&](size_t begin, size_t end) {
+                if (new_actions)
+                    std::memcpy(action_buffer + begin * env_action_bytes, new_actions + begin * env_action_bytes,
+                                (end - begin) * env_action_bytes);
                 const uint64_t ended = vec_->step_range(begin, end);
                 if (ended) episodes.fetch_add(ended, std::memory_order_relaxed);
             };
@@ -180,6 +187,43 @@ class Vector {
         }
         raise_failures();
         return episodes.load(std::memory_order_relaxed);
+    }
+
+    /// The hot path of send(): if `actions` already has the buffer's dtype, shape and layout, checks
+    /// every value's range, copies it into the action buffer and steps (returns episodes ended).
+    /// Returns -1 for another dtype/layout and -2 for an out-of-range value (or NaN); the caller then
+    /// runs the full Python check, which converts or raises a precise error. Nothing is touched then.
+    int64_t step_actions(const py::array& actions) {
+        const shoal_env_spec& s = *spec_.spec;
+        const bool box = s.action_kind == SHOAL_ACTION_BOX;
+        const size_t rows = vec_ ? vec_->num_envs() * size_t(s.num_agents) : 0;
+        const py::ssize_t ndim = s.action_kind == SHOAL_ACTION_DISCRETE ? 1 : 2;
+        if (!vec_ || actions.ndim() != ndim || size_t(actions.shape(0)) != rows ||
+            (ndim == 2 && actions.shape(1) != s.action_dims) || !(actions.flags() & py::array::c_style) ||
+            actions.itemsize() != 4 || actions.dtype().kind() != (box ? 'f' : 'i'))
+            return -1;
+        const size_t count = rows * size_t(s.action_dims);
+        if (box) {
+            const float* values = static_cast<const float*>(actions.data());
+            bool ok = true;
+            for (size_t i = 0; i < count; ++i) ok &= values[i] >= s.action_low && values[i] <= s.action_high;
+            if (!ok) return -2;
+        } else {
+            // Unsigned comparison sends negative values above every bound.
+            const uint32_t* values = static_cast<const uint32_t*>(actions.data());
+            const size_t dims = size_t(s.action_dims);
+            bool ok = true;
+            if (dims == 1) {
+                const uint32_t bound = uint32_t(s.action_nvec[0]);
+                for (size_t i = 0; i < count; ++i) ok &= values[i] < bound;
+            } else {
+                for (size_t row = 0; row < rows; ++row)
+                    for (size_t d = 0; d < dims; ++d) ok &= values[row * dims + d] < uint32_t(s.action_nvec[d]);
+            }
+            if (!ok) return -2;
+        }
+        // Each participant copies the actions of its own envs: no action line crosses cores twice.
+        return int64_t(step(static_cast<const unsigned char*>(actions.data())));
     }
 
     py::dict collect_log() {
@@ -345,7 +389,10 @@ PYBIND11_MODULE(_native, m) {
              py::arg("terminals"), py::arg("truncations"), py::arg("masks"), py::arg("num_threads"),
              py::arg("schedule") = "static", py::arg("dynamic_chunk") = 0, py::arg("pin_threads") = false)
         .def("reset", &Vector::reset, py::arg("seed"))
-        .def("step", &Vector::step, "Steps every env once (GIL released); returns episodes ended.")
+        .def("step", [](Vector& v) { return v.step(); }, "Steps every env once (GIL released); returns episodes ended.")
+        .def("step_actions", &Vector::step_actions, py::arg("actions"),
+             "Checks and copies int32/float32 actions of the exact layout, then steps; -1/-2 = use the "
+             "Python path (other dtype or layout / a value out of range).")
         .def("collect_log", &Vector::collect_log)
         .def("set_num_threads", &Vector::set_num_threads, py::arg("num_threads"))
         .def("set_schedule", &Vector::set_schedule, py::arg("schedule"), py::arg("dynamic_chunk") = 0)

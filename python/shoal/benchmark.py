@@ -31,6 +31,7 @@ class Case:
     agent_steps: int
     warmup_steps: int = 20
     pause_us: float = 0.0
+    exclude_pause: bool = False  # time only send+recv, not the stand-in policy between steps
     samples: list = field(default_factory=list)
 
     @property
@@ -59,8 +60,10 @@ def random_actions(vecenv, batches: int = 16, seed: int = 0) -> list:
     return [rng.uniform(space.low, space.high, (n, *space.shape)).astype(np.float32) for _ in range(batches)]
 
 
-def time_vecenv(vecenv, agent_steps: int, warmup_steps: int = 20, pause_us: float = 0.0) -> float:
-    """Agent steps per second of send/recv (async API when the backend batches)."""
+def time_vecenv(vecenv, agent_steps: int, warmup_steps: int = 20, pause_us: float = 0.0,
+                exclude_pause: bool = False) -> float:
+    """Agent steps per second of send/recv (async API when the backend batches). With ``pause_us``,
+    a busy wait stands in for a policy between steps; ``exclude_pause`` leaves it out of the time."""
     actions = random_actions(vecenv)
     vecenv.async_reset(0)
     vecenv.recv()
@@ -68,13 +71,16 @@ def time_vecenv(vecenv, agent_steps: int, warmup_steps: int = 20, pause_us: floa
         vecenv.send(actions[i % 16])
         vecenv.recv()
     batches = max(1, agent_steps // vecenv.agents_per_batch)
+    paused = 0.0
     start = time.perf_counter()
     for i in range(batches):
         if pause_us:
+            pause_start = time.perf_counter()
             busy_wait(pause_us)
+            paused += time.perf_counter() - pause_start
         vecenv.send(actions[i % 16])
         vecenv.recv()
-    elapsed = time.perf_counter() - start
+    elapsed = time.perf_counter() - start - (paused if exclude_pause else 0.0)
     return batches * vecenv.agents_per_batch / elapsed
 
 
@@ -84,7 +90,7 @@ def run_cases(cases: list[Case], repeats: int = 3, log=print) -> list[Case]:
         for case in cases:
             vecenv = case.build()
             try:
-                sps = time_vecenv(vecenv, case.agent_steps, case.warmup_steps, case.pause_us)
+                sps = time_vecenv(vecenv, case.agent_steps, case.warmup_steps, case.pause_us, case.exclude_pause)
             finally:
                 vecenv.close()
             case.samples.append(sps)

@@ -18,6 +18,15 @@ class CallOrder:
         self._check_open("reset")
         self.state = READY_TO_RECV
 
+    def check_send(self) -> None:
+        """Raises unless send() is legal now; does not change the state (see sent())."""
+        if self.state != READY_TO_SEND:
+            self.send()  # raises the precise error for the current state
+
+    def sent(self) -> None:
+        """Records a send() whose actions were accepted (after check_send())."""
+        self.state = READY_TO_RECV
+
     def send(self) -> None:
         self._check_open("send")
         if self.state == NEEDS_RESET:

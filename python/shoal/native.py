@@ -142,9 +142,13 @@ class NativeEnv(PufferEnv):
         return self.observations, []
 
     def step(self, actions):
-        if actions is not self.actions:
+        """Steps every env; ``actions`` are checked (cheaply in native code for int32/float32 arrays)."""
+        ended = self._vec.step_actions(actions) if type(actions) is np.ndarray else -1
+        if ended < 0:
+            actions = self._check_actions(actions)  # converts other dtypes, or raises
             np.copyto(self.actions, actions, casting="unsafe")
-        self._episodes_since_log += self._vec.step()
+            ended = self._vec.step()
+        self._episodes_since_log += ended
         infos = self._log_infos() if self._episodes_since_log >= self.num_envs else []
         return self.observations, self.rewards, self.terminals, self.truncations, infos
 
@@ -152,6 +156,11 @@ class NativeEnv(PufferEnv):
         """One aggregated dict (mean episode return, length, stats) about every num_envs episodes."""
         self._episodes_since_log = 0
         return [self._vec.collect_log()]
+
+    def send(self, actions) -> None:
+        self._order.check_send()
+        _, _, _, _, self.infos = self.step(actions)
+        self._order.sent()
 
     def env_memory(self, index: int) -> memoryview:
         """Raw bytes of env ``index``'s struct (for tests and debugging)."""

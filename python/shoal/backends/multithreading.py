@@ -85,9 +85,9 @@ class Multithreading(VecEnv):
         _, self.infos = self.env.reset(seed)
 
     def send(self, actions) -> None:
-        actions = self._check_actions(actions)
-        self._order.send()
-        self.infos = self.env.step(actions)[4]
+        self._order.check_send()
+        self.infos = self.env.step(actions)[4]  # checks the actions before any env runs
+        self._order.sent()
 
     def recv(self):
         self._order.recv()
