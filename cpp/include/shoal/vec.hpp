@@ -224,9 +224,13 @@ class NativeVec {
     }
 
     /// Sums and clears the tallies of every env (call between steps, not during).
-    [[nodiscard]] EpisodeTally collect_log() noexcept {
+    [[nodiscard]] EpisodeTally collect_log() noexcept { return collect_log(0, num_envs_); }
+
+    /// Sums and clears the tallies of envs [begin, end) (not while that range is being stepped).
+    [[nodiscard]] EpisodeTally collect_log(size_t begin, size_t end) noexcept {
         EpisodeTally total;
-        for (EpisodeTally& tally : tallies_) {
+        for (size_t i = begin; i < end; ++i) {
+            EpisodeTally& tally = tallies_[i];
             if (tally.episodes == 0) continue;
             total.return_sum += tally.return_sum;
             total.length_sum += tally.length_sum;
