@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "shoal/env.h"
+#include "shoal/pipeline.hpp"
 #include "shoal/pool.hpp"
 #include "shoal/pool_probe.hpp"
 #include "shoal/rng.h"
@@ -124,7 +125,7 @@ class Vector {
     Vector(Spec spec, size_t num_envs, py::array_t<double, py::array::c_style | py::array::forcecast> params,
            int32_t max_episode_steps, py::array observations, py::array final_observations, py::array actions,
            py::array rewards, py::array terminals, py::array truncations, py::array masks, unsigned num_threads,
-           const std::string& schedule, size_t dynamic_chunk, bool pin_threads)
+           const std::string& schedule, size_t dynamic_chunk, bool pin_threads, size_t num_buffers)
         : spec_(std::move(spec)),
           arrays_{observations, final_observations, actions, rewards, terminals, truncations, masks} {
         const shoal_env_spec& s = *spec_.spec;
@@ -152,6 +153,12 @@ class Vector {
         vec_ = std::make_unique<shoal::NativeVec>(s, num_envs, params.data(), max_episode_steps, buffers);
         pool_ = std::make_unique<shoal::WorkerPool>(workers_for(num_threads), options);
         num_threads_ = num_threads;
+        if (num_buffers == 0 || num_envs % num_buffers != 0)
+            throw std::invalid_argument("num_envs must be divisible by num_buffers");
+        if (num_buffers > 1)
+            pipeline_ = std::make_unique<shoal::Pipeline>(*vec_, *pool_, num_buffers,
+                                                          static_cast<unsigned char*>(arrays_[2].mutable_data()),
+                                                          env_action_bytes());
     }
 
     Vector(const Vector&) = delete;
@@ -161,6 +168,7 @@ class Vector {
         Busy busy(*this);
         {
             py::gil_scoped_release release;
+            if (pipeline_) pipeline_->clear();  // no buffer may be stepping while every env resets
             auto body = [&](size_t begin, size_t end) { vec_->reset_range(begin, end, seed); };
             pool_->parallel_for(vec_->num_envs(), body);
         }
@@ -172,7 +180,8 @@ class Vector {
     uint64_t step(const unsigned char* new_actions = nullptr) {
         Busy busy(*this);
         std::atomic<uint64_t> episodes{0};
-        const size_t env_action_bytes = size_t(spec_.spec->num_agents) * size_t(spec_.spec->action_dims) * 4;
+        if (pipeline_) throw std::logic_error("this vector is pipelined; use submit() and wait()");
+        const size_t env_action_bytes = this->env_action_bytes();
         unsigned char* action_buffer = static_cast<unsigned char*>(arrays_[2].mutable_data());
         {
             py::gil_scoped_release release;
@@ -189,30 +198,26 @@ class Vector {
         return episodes.load(std::memory_order_relaxed);
     }
 
-    /// The hot path of send(): if `actions` already has the buffer's dtype, shape and layout, checks
-    /// every value's range, copies it into the action buffer and steps (returns episodes ended).
-    /// Returns -1 for another dtype/layout and -2 for an out-of-range value (or NaN); the caller then
-    /// runs the full Python check, which converts or raises a precise error. Nothing is touched then.
-    int64_t step_actions(const py::array& actions) {
+    /// Checks actions for `rows` agent rows without converting anything: 0 = int32/float32 of the exact
+    /// layout with every value in range; -1 = another dtype or layout; -2 = a value out of range (or
+    /// NaN). For -1/-2 the caller runs the full Python check, which converts or raises a precise error.
+    int64_t check_actions(const py::array& actions, size_t rows) const {
         const shoal_env_spec& s = *spec_.spec;
         const bool box = s.action_kind == SHOAL_ACTION_BOX;
-        const size_t rows = vec_ ? vec_->num_envs() * size_t(s.num_agents) : 0;
         const py::ssize_t ndim = s.action_kind == SHOAL_ACTION_DISCRETE ? 1 : 2;
-        if (!vec_ || actions.ndim() != ndim || size_t(actions.shape(0)) != rows ||
+        if (actions.ndim() != ndim || size_t(actions.shape(0)) != rows ||
             (ndim == 2 && actions.shape(1) != s.action_dims) || !(actions.flags() & py::array::c_style) ||
             actions.itemsize() != 4 || actions.dtype().kind() != (box ? 'f' : 'i'))
             return -1;
         const size_t count = rows * size_t(s.action_dims);
+        bool ok = true;
         if (box) {
             const float* values = static_cast<const float*>(actions.data());
-            bool ok = true;
             for (size_t i = 0; i < count; ++i) ok &= values[i] >= s.action_low && values[i] <= s.action_high;
-            if (!ok) return -2;
         } else {
             // Unsigned comparison sends negative values above every bound.
             const uint32_t* values = static_cast<const uint32_t*>(actions.data());
             const size_t dims = size_t(s.action_dims);
-            bool ok = true;
             if (dims == 1) {
                 const uint32_t bound = uint32_t(s.action_nvec[0]);
                 for (size_t i = 0; i < count; ++i) ok &= values[i] < bound;
@@ -220,15 +225,54 @@ class Vector {
                 for (size_t row = 0; row < rows; ++row)
                     for (size_t d = 0; d < dims; ++d) ok &= values[row * dims + d] < uint32_t(s.action_nvec[d]);
             }
-            if (!ok) return -2;
         }
-        // Each participant copies the actions of its own envs: no action line crosses cores twice.
+        return ok ? 0 : -2;
+    }
+
+    /// The hot path of a synchronous send(): checks `actions` (see check_actions) and steps, each
+    /// participant copying its own envs' actions. Returns episodes ended, or -1/-2 untouched.
+    int64_t step_actions(const py::array& actions) {
+        if (!vec_ || pipeline_) return -1;
+        const int64_t verdict = check_actions(actions, vec_->num_envs() * size_t(spec_.spec->num_agents));
+        if (verdict < 0) return verdict;
         return int64_t(step(static_cast<const unsigned char*>(actions.data())));
     }
 
-    py::dict collect_log() {
+    /// Pipelined send: queues buffer b's step with these actions and returns at once (-1/-2 as
+    /// check_actions, nothing queued).
+    int64_t submit(size_t b, const py::array& actions) {
         Busy busy(*this);
-        const shoal::EpisodeTally tally = vec_->collect_log();
+        if (!pipeline_) throw std::logic_error("this vector has one buffer; use step()");
+        if (b >= pipeline_->num_buffers()) throw py::index_error("buffer index out of range");
+        const int64_t verdict =
+            check_actions(actions, pipeline_->envs_per_buffer() * size_t(spec_.spec->num_agents));
+        if (verdict < 0) return verdict;
+        pipeline_->submit(b, static_cast<const unsigned char*>(actions.data()));
+        return 0;
+    }
+
+    /// Waits (GIL released) until buffer b's last step is done; returns the episodes it ended and
+    /// raises shoal.EnvError for env failures in it.
+    uint64_t wait(size_t b) {
+        Busy busy(*this);
+        if (!pipeline_) throw std::logic_error("this vector has one buffer; use step()");
+        if (b >= pipeline_->num_buffers()) throw py::index_error("buffer index out of range");
+        std::vector<std::string> failures;
+        uint64_t episodes;
+        {
+            py::gil_scoped_release release;
+            episodes = pipeline_->wait(b, failures);
+        }
+        if (!failures.empty()) raise_env_error(failures);
+        return episodes;
+    }
+
+    size_t num_buffers() const { return pipeline_ ? pipeline_->num_buffers() : 1; }
+
+    py::dict collect_log(size_t begin, size_t end) {
+        Busy busy(*this);
+        if (begin > end || end > vec_->num_envs()) throw py::index_error("env range out of bounds");
+        const shoal::EpisodeTally tally = vec_->collect_log(begin, end);
         py::dict log;
         log["episodes"] = tally.episodes;
         if (tally.episodes == 0) return log;
@@ -243,6 +287,7 @@ class Vector {
     void set_num_threads(unsigned num_threads) {
         Busy busy(*this);
         py::gil_scoped_release release;
+        if (pipeline_) pipeline_->drain();
         pool_->resize(workers_for(num_threads));
         num_threads_ = num_threads;
     }
@@ -253,6 +298,10 @@ class Vector {
         options.schedule = parse_schedule(schedule);
         options.dynamic_chunk = dynamic_chunk;
         options.pin_threads = pin_threads_;
+        if (pipeline_) {
+            py::gil_scoped_release release;
+            pipeline_->drain();
+        }
         pool_->set_options(options);
     }
 
@@ -279,6 +328,7 @@ class Vector {
     void close() {
         Busy busy(*this);
         py::gil_scoped_release release;
+        pipeline_.reset();  // drains steps in flight, then joins the driver
         pool_.reset();
         vec_.reset();
     }
@@ -302,17 +352,25 @@ class Vector {
     static unsigned workers_for(unsigned num_threads) { return num_threads > 1 ? num_threads - 1 : 0; }
 
     void raise_failures() {
-        if (!vec_->any_failed()) return;
+        if (vec_->any_failed()) raise_env_error(vec_->take_failures());
+    }
+
+    [[noreturn]] static void raise_env_error(const std::vector<std::string>& failures) {
         std::string message;
-        for (const std::string& failure : vec_->take_failures()) message += (message.empty() ? "" : "; ") + failure;
+        for (const std::string& failure : failures) message += (message.empty() ? "" : "; ") + failure;
         PyErr_SetString(env_error_type().ptr(), message.c_str());
         throw py::error_already_set();
+    }
+
+    size_t env_action_bytes() const {
+        return size_t(spec_.spec->num_agents) * size_t(spec_.spec->action_dims) * 4;
     }
 
     Spec spec_;
     std::vector<py::array> arrays_;  // keeps the caller's buffers alive as long as the envs write them
     std::unique_ptr<shoal::NativeVec> vec_;
     std::unique_ptr<shoal::WorkerPool> pool_;
+    std::unique_ptr<shoal::Pipeline> pipeline_;  // declared last: destroyed first
     bool pin_threads_ = false;
     unsigned num_threads_ = 0;
     std::atomic<bool> busy_{false};
@@ -383,17 +441,23 @@ PYBIND11_MODULE(_native, m) {
     py::class_<Vector>(m, "Vector", "Native envs over caller-owned buffers, stepped by a worker pool.")
         .def(py::init<Spec, size_t, py::array_t<double, py::array::c_style | py::array::forcecast>, int32_t,
                       py::array, py::array, py::array, py::array, py::array, py::array, py::array, unsigned,
-                      const std::string&, size_t, bool>(),
+                      const std::string&, size_t, bool, size_t>(),
              py::arg("spec"), py::arg("num_envs"), py::arg("params"), py::arg("max_episode_steps"),
              py::arg("observations"), py::arg("final_observations"), py::arg("actions"), py::arg("rewards"),
              py::arg("terminals"), py::arg("truncations"), py::arg("masks"), py::arg("num_threads"),
-             py::arg("schedule") = "static", py::arg("dynamic_chunk") = 0, py::arg("pin_threads") = false)
+             py::arg("schedule") = "static", py::arg("dynamic_chunk") = 0, py::arg("pin_threads") = false,
+             py::arg("num_buffers") = 1)
         .def("reset", &Vector::reset, py::arg("seed"))
         .def("step", [](Vector& v) { return v.step(); }, "Steps every env once (GIL released); returns episodes ended.")
         .def("step_actions", &Vector::step_actions, py::arg("actions"),
              "Checks and copies int32/float32 actions of the exact layout, then steps; -1/-2 = use the "
              "Python path (other dtype or layout / a value out of range).")
-        .def("collect_log", &Vector::collect_log)
+        .def("submit", &Vector::submit, py::arg("buffer"), py::arg("actions"),
+             "Pipelined: queues a buffer's step and returns at once; -1/-2 = use the Python check.")
+        .def("wait", &Vector::wait, py::arg("buffer"),
+             "Pipelined: waits (GIL released) for a buffer's step; returns episodes ended.")
+        .def_property_readonly("num_buffers", &Vector::num_buffers)
+        .def("collect_log", &Vector::collect_log, py::arg("begin"), py::arg("end"))
         .def("set_num_threads", &Vector::set_num_threads, py::arg("num_threads"))
         .def("set_schedule", &Vector::set_schedule, py::arg("schedule"), py::arg("dynamic_chunk") = 0)
         .def_property_readonly("num_threads", &Vector::num_threads)

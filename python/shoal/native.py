@@ -95,7 +95,7 @@ class NativeEnv(PufferEnv):
 
     def __init__(self, num_envs: int = 1, buf: Buffers | None = None, seed: int = 0, num_threads: int = 0,
                  schedule: str = "static", pin_threads: bool = False, env_params: list[dict] | None = None,
-                 **params):
+                 num_buffers: int = 1, **params):
         info = self.describe()
         if isinstance(num_envs, bool) or not isinstance(num_envs, numbers.Integral) or num_envs < 1:
             raise APIUsageError(f"num_envs must be an integer >= 1, got {num_envs!r}")
@@ -118,7 +118,7 @@ class NativeEnv(PufferEnv):
         b = self.buf
         self._vec = _native.Vector(self.spec, self.num_envs, matrix, max_episode_steps, b.observations,
                                    b.final_observations, b.actions, b.rewards, b.terminals, b.truncations,
-                                   b.masks, num_threads, schedule, 0, bool(pin_threads))
+                                   b.masks, num_threads, schedule, 0, bool(pin_threads), num_buffers)
 
     @classmethod
     def describe(cls) -> dict:
@@ -138,7 +138,7 @@ class NativeEnv(PufferEnv):
         seed = self.seed if seed is None else check_seed(seed)
         self._vec.reset(seed)
         self._episodes_since_log = 0
-        self._vec.collect_log()
+        self._vec.collect_log(0, self.num_envs)
         return self.observations, []
 
     def step(self, actions):
@@ -155,7 +155,7 @@ class NativeEnv(PufferEnv):
     def _log_infos(self) -> list:
         """One aggregated dict (mean episode return, length, stats) about every num_envs episodes."""
         self._episodes_since_log = 0
-        return [self._vec.collect_log()]
+        return [self._vec.collect_log(0, self.num_envs)]
 
     def send(self, actions) -> None:
         self._order.check_send()

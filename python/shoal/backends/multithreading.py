@@ -36,6 +36,12 @@ class Multithreading(VecEnv):
     ``max_num_threads``: 0 or 1 = the caller steps every env itself (no pool threads); N > 1 = the
     caller plus N - 1 persistent pool threads. Default: physical cores, capped by num_envs.
     ``schedule``: "static" contiguous slices (default) or "dynamic" chunks for envs of uneven cost.
+
+    ``batch_size`` < num_envs pipelines: the envs form num_envs / batch_size buffers; ``send``
+    hands the buffer just received to a native driver thread and returns at once (the GIL is free
+    while it steps, so the caller's policy runs meanwhile); ``recv`` returns the next buffer in
+    round-robin order, waiting only for that one. Per-env trajectories equal Serial's. In this mode
+    the driver thread takes the caller's place in the pool: max_num_threads counts it.
     """
 
     options = ("max_num_threads", "schedule", "pin_threads", "batch_size")
@@ -48,19 +54,25 @@ class Multithreading(VecEnv):
             max_num_threads = default_num_threads(num_envs)
         max_num_threads = check_threads(max_num_threads)
         schedule = check_schedule(schedule)
-        if batch_size is not None and batch_size != num_envs:
-            raise APIUsageError(f"Multithreading steps all num_envs={num_envs} envs per batch; batch_size "
-                                f"must be num_envs or None, got {batch_size}")
+        if batch_size is None or batch_size == "auto":
+            batch_size = num_envs
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= num_envs \
+                or num_envs % batch_size:
+            raise APIUsageError(f"batch_size ({batch_size!r}) must divide num_envs ({num_envs}): the envs form "
+                                "num_envs / batch_size equal buffers")
         for i, kwargs in enumerate(env_kwargs):
             if "num_envs" in kwargs or "num_threads" in kwargs:
                 raise APIUsageError(f"env_kwargs[{i}] sets num_envs/num_threads; pass them to make() as "
                                     "num_envs and max_num_threads")
         self.seed = check_seed(seed)
+        self.num_buffers = num_envs // batch_size
+        self.batch_size = batch_size
         self.env = env_type(num_envs=num_envs, seed=self.seed, num_threads=max_num_threads, schedule=schedule,
-                            pin_threads=pin_threads, env_params=list(env_kwargs))
+                            pin_threads=pin_threads, env_params=list(env_kwargs), num_buffers=self.num_buffers)
         self.driver_env = self.env
         self.num_envs = num_envs
-        self.num_agents = self.agents_per_batch = self.env.num_agents
+        self.num_agents = self.env.num_agents
+        self.agents_per_batch = self.num_agents // self.num_buffers
         self.single_observation_space = self.env.single_observation_space
         self.single_action_space = self.env.single_action_space
         self.emulated = None
@@ -68,6 +80,12 @@ class Multithreading(VecEnv):
         self.agent_ids = np.arange(self.num_agents)
         self.buf = self.env.buf
         self.observations, self.final_observations = self.buf.observations, self.buf.final_observations
+        # Views of each buffer's rows, made once: recv() returns them without copying.
+        rows = self.agents_per_batch
+        self._batches = [(self.buf.rows(k * rows, (k + 1) * rows), self.agent_ids[k * rows:(k + 1) * rows])
+                         for k in range(self.num_buffers)]
+        self._next = 0
+        self._episodes_since_log = [0] * self.num_buffers
         self._init_api()
 
     @property
@@ -83,17 +101,37 @@ class Multithreading(VecEnv):
         seed = self.seed if seed is None else check_seed(seed)
         self._order.reset()
         _, self.infos = self.env.reset(seed)
+        self._next = 0
+        self._episodes_since_log = [0] * self.num_buffers
 
     def send(self, actions) -> None:
         self._order.check_send()
-        self.infos = self.env.step(actions)[4]  # checks the actions before any env runs
+        if self.num_buffers == 1:
+            self.infos = self.env.step(actions)[4]  # checks the actions before any env runs
+        else:
+            vec = self.env._vec
+            if type(actions) is not np.ndarray or vec.submit(self._next, actions) < 0:
+                actions = np.ascontiguousarray(self._check_actions(actions), dtype=self.buf.actions.dtype)
+                vec.submit(self._next, actions)
+            self._next = (self._next + 1) % self.num_buffers
         self._order.sent()
 
     def recv(self):
         self._order.recv()
-        buf = self.buf
-        return (buf.observations, buf.rewards, buf.terminals, buf.truncations, self.infos,
-                self.agent_ids, buf.masks)
+        if self.num_buffers == 1:
+            buf = self.buf
+            return (buf.observations, buf.rewards, buf.terminals, buf.truncations, self.infos,
+                    self.agent_ids, buf.masks)
+        k = self._next
+        ended = self.env._vec.wait(k)
+        self._episodes_since_log[k] += ended
+        infos = []
+        if self._episodes_since_log[k] >= self.batch_size:
+            self._episodes_since_log[k] = 0
+            infos = [self.env._vec.collect_log(k * self.batch_size, (k + 1) * self.batch_size)]
+        self.infos = infos
+        rows, agent_ids = self._batches[k]
+        return (rows.observations, rows.rewards, rows.terminals, rows.truncations, infos, agent_ids, rows.masks)
 
     def pool_stats(self) -> dict:
         return self.env._vec.pool_stats()

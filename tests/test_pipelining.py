@@ -1,0 +1,163 @@
+"""Multithreading with batch_size < num_envs: buffers stepped by a native driver thread while the
+caller works. Per-env trajectories must equal Serial's; send returns at once; close is clean."""
+
+import threading
+import time
+
+import numpy as np
+import psutil
+import pytest
+
+from shoal.envs import BUNDLED, CartPole, Deep
+from shoal.errors import APIUsageError
+from shoal.vector import make
+
+NUM_ENVS = 8
+ROUNDS = 300
+KWARGS = {"deep": {"work": 40}}
+
+
+def per_env_actions(vecenv_single_space, agents, rounds, seed=3):
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, vecenv_single_space.n, size=(rounds + 1, NUM_ENVS * agents)).astype(np.int32)
+
+
+def serial_reference(name, rounds):
+    """Serial: every env stepped each round with actions[t]; arrays per round."""
+    cls = BUNDLED[name]
+    with make(cls, backend="Serial", num_envs=NUM_ENVS, seed=4, env_kwargs=KWARGS.get(name, {})) as vecenv:
+        agents = vecenv.agents_per_batch // NUM_ENVS
+        actions = per_env_actions(vecenv.single_action_space, agents, rounds)
+        obs, _ = vecenv.reset()
+        history = [dict(obs=obs.copy(), masks=vecenv.buf.masks.copy())]
+        for t in range(rounds):
+            obs, rewards, terminals, truncations, _ = vecenv.step(actions[t])
+            history.append(dict(obs=obs.copy(), rewards=rewards.copy(), terminals=terminals.copy(),
+                                truncations=truncations.copy(), masks=vecenv.buf.masks.copy(),
+                                finals=vecenv.buf.final_observations.copy()))
+        return agents, actions, history
+
+
+@pytest.fixture(scope="module", params=["cartpole", "grid", "deep"])
+def reference(request):
+    return request.param, *serial_reference(request.param, ROUNDS)
+
+
+@pytest.mark.parametrize("num_buffers", [2, 4])
+@pytest.mark.parametrize("threads", [0, 1, 2])
+def test_per_env_trajectories_match_serial(reference, num_buffers, threads, time_limit):
+    time_limit(120)
+    name, agents, actions, history = reference
+    batch = NUM_ENVS // num_buffers
+    rows = batch * agents
+    with make(BUNDLED[name], backend="Multithreading", num_envs=NUM_ENVS, batch_size=batch, seed=4,
+              max_num_threads=threads, env_kwargs=KWARGS.get(name, {})) as vecenv:
+        assert vecenv.agents_per_batch == rows and vecenv.num_buffers == num_buffers
+        vecenv.async_reset()
+        steps_done = [0] * num_buffers
+        ended = 0
+        for i in range(ROUNDS * num_buffers):
+            obs, rewards, terminals, truncations, infos, agent_ids, masks = vecenv.recv()
+            k = int(agent_ids[0]) // rows
+            assert k == i % num_buffers, "buffers must come back round-robin"
+            np.testing.assert_array_equal(agent_ids, np.arange(k * rows, (k + 1) * rows))
+            t = steps_done[k]
+            expected = history[t]
+            sl = slice(k * rows, (k + 1) * rows)
+            np.testing.assert_array_equal(obs, expected["obs"][sl], err_msg=f"obs, buffer {k}, step {t}")
+            np.testing.assert_array_equal(masks, expected["masks"][sl], err_msg=f"masks, buffer {k}, step {t}")
+            if t:
+                np.testing.assert_array_equal(rewards, expected["rewards"][sl])
+                np.testing.assert_array_equal(terminals, expected["terminals"][sl])
+                np.testing.assert_array_equal(truncations, expected["truncations"][sl])
+                done = terminals | truncations
+                ended += int(done.sum())
+                np.testing.assert_array_equal(vecenv.buf.final_observations[sl][done], expected["finals"][sl][done])
+            vecenv.send(actions[t][sl])
+            steps_done[k] += 1
+        assert ended > 0, "the rollout must cross episode boundaries"
+
+
+def test_send_returns_while_the_driver_steps_and_the_gil_is_free(time_limit):
+    time_limit(60)
+    # ~40 us per env step x 256 envs per buffer on one thread: ~10 ms per buffer step.
+    with make(Deep, backend="Multithreading", num_envs=512, batch_size=256, max_num_threads=1,
+              env_kwargs={"work": 20000}) as vecenv:
+        vecenv.async_reset()
+        vecenv.recv()
+        ticks = []
+        spinner = threading.Thread(target=lambda: [ticks.append(time.perf_counter()) or time.sleep(0)
+                                                   for _ in range(20000)])
+        start = time.perf_counter()
+        vecenv.send(np.zeros(256, np.int32))
+        sent = time.perf_counter() - start
+        spinner.start()
+        vecenv.recv()  # buffer 1, from the reset: no wait
+        vecenv.send(np.zeros(256, np.int32))
+        vecenv.recv()  # buffer 0: waits for its step
+        waited = time.perf_counter() - start
+        spinner.join()
+    assert sent < 0.003 < waited, (sent, waited)
+    # Another Python thread made progress while this one waited in recv (GIL released).
+    assert sum(1 for t in ticks if t < start + waited) > 100
+
+
+def test_close_with_buffers_in_flight_is_clean(time_limit):
+    time_limit(60)
+    process = psutil.Process()
+    baseline = process.num_threads()
+    for _ in range(20):
+        vecenv = make(Deep, backend="Multithreading", num_envs=64, batch_size=16, max_num_threads=2,
+                      env_kwargs={"work": 5000})
+        vecenv.async_reset()
+        for _ in range(4):
+            vecenv.recv()
+            vecenv.send(np.zeros(16, np.int32))
+        vecenv.close()
+        vecenv.close()
+    assert process.num_threads() == baseline
+
+
+def test_async_reset_resets_every_buffer():
+    with make(CartPole, backend="Multithreading", num_envs=8, batch_size=4, seed=9) as vecenv, \
+            make(CartPole, backend="Serial", num_envs=8, seed=9) as serial:
+        reset_obs, _ = serial.reset()
+        vecenv.async_reset()
+        for _ in range(6):
+            vecenv.recv()
+            vecenv.send(np.ones(4, np.int32))
+        vecenv.async_reset()  # with a buffer in flight: drained, then everything reset
+        first = vecenv.recv()[0].copy()
+        vecenv.send(np.ones(4, np.int32))
+        second = vecenv.recv()[0]
+        np.testing.assert_array_equal(first, reset_obs[:4])
+        np.testing.assert_array_equal(second, reset_obs[4:])
+
+
+@pytest.mark.parametrize("batch_size", [3, 0, 9, 2.5])
+def test_batch_size_must_divide_num_envs(batch_size):
+    with pytest.raises(APIUsageError, match="batch_size"):
+        make(CartPole, backend="Multithreading", num_envs=8, batch_size=batch_size)
+
+
+def test_bad_actions_rejected_and_nothing_queued():
+    with make(CartPole, backend="Multithreading", num_envs=8, batch_size=4) as vecenv:
+        vecenv.async_reset()
+        vecenv.recv()
+        for bad in (np.full(4, 7, np.int32), np.zeros(8, np.int32), np.zeros(4, np.float32)):
+            with pytest.raises(APIUsageError):
+                vecenv.send(bad)
+        vecenv.send(np.arange(4, dtype=np.int64) % 2)  # converted, accepted
+        ids = vecenv.recv()[5]
+        np.testing.assert_array_equal(ids, np.arange(4, 8))
+
+
+def test_thread_count_change_drains_first():
+    with make(CartPole, backend="Multithreading", num_envs=64, batch_size=32, max_num_threads=2) as vecenv:
+        vecenv.async_reset()
+        for i in range(50):
+            vecenv.recv()
+            vecenv.send(np.zeros(32, np.int32))
+            if i % 10 == 5:
+                vecenv.max_num_threads = [0, 3, 1, 2][i // 10 % 4]
+        vecenv.recv()
