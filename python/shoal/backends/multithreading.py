@@ -11,9 +11,11 @@ from ..seeding import check_seed
 from .base import VecEnv
 
 
-def default_num_threads(num_envs: int) -> int:
-    """Physical cores, capped by the number of envs."""
-    return max(1, min(_native.physical_cores(), num_envs))
+def default_num_threads(num_envs: int, pipelined: bool = False) -> int:
+    """Physical cores, capped by the number of envs; one fewer when pipelined, leaving the
+    caller's core to the policy that runs while the driver steps."""
+    cores = _native.physical_cores() - (1 if pipelined else 0)
+    return max(1, min(cores, num_envs))
 
 
 def native_env_type(env_creators, env_args) -> type[NativeEnv]:
@@ -50,16 +52,16 @@ class Multithreading(VecEnv):
                  max_num_threads: int | None = None, schedule: str = "static", pin_threads: bool = False,
                  batch_size: int | None = None):
         env_type = native_env_type(env_creators, env_args)
-        if max_num_threads is None or max_num_threads == "auto":
-            max_num_threads = default_num_threads(num_envs)
-        max_num_threads = check_threads(max_num_threads)
-        schedule = check_schedule(schedule)
         if batch_size is None or batch_size == "auto":
             batch_size = num_envs
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= num_envs \
                 or num_envs % batch_size:
             raise APIUsageError(f"batch_size ({batch_size!r}) must divide num_envs ({num_envs}): the envs form "
                                 "num_envs / batch_size equal buffers")
+        if max_num_threads is None or max_num_threads == "auto":
+            max_num_threads = default_num_threads(num_envs, pipelined=batch_size < num_envs)
+        max_num_threads = check_threads(max_num_threads)
+        schedule = check_schedule(schedule)
         for i, kwargs in enumerate(env_kwargs):
             if "num_envs" in kwargs or "num_threads" in kwargs:
                 raise APIUsageError(f"env_kwargs[{i}] sets num_envs/num_threads; pass them to make() as "
