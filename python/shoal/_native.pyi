@@ -1,0 +1,95 @@
+"""
+shoal's native core (private; use the shoal package)
+"""
+from __future__ import annotations
+import numpy
+import numpy.typing
+import typing
+__all__: list[str] = ['ABI_VERSION', 'ENV_BASE_SIZE', 'EnvSpec', 'Vector', 'bundled_names', 'bundled_spec', 'env_seed', 'load_spec', 'measure_fork_join_ns', 'physical_cores']
+class EnvSpec:
+    """
+    A native env type: sizes, spaces, parameters and callbacks.
+    """
+    def __getstate__(self) -> tuple[str, str]:
+        ...
+    def __setstate__(self, arg0: tuple) -> None:
+        ...
+    def describe(self) -> dict:
+        """
+        The spec as a dict (spaces, params, stats, time limit).
+        """
+    @property
+    def name(self) -> str:
+        ...
+class Vector:
+    """
+    Native envs over caller-owned buffers, stepped by a worker pool.
+    """
+    def __init__(self, spec: EnvSpec, num_envs: typing.SupportsInt | typing.SupportsIndex, params: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], max_episode_steps: typing.SupportsInt | typing.SupportsIndex, observations: numpy.ndarray, final_observations: numpy.ndarray, actions: numpy.ndarray, rewards: numpy.ndarray, terminals: numpy.ndarray, truncations: numpy.ndarray, masks: numpy.ndarray, num_threads: typing.SupportsInt | typing.SupportsIndex, schedule: str = 'static', dynamic_chunk: typing.SupportsInt | typing.SupportsIndex = 0, pin_threads: bool = False, num_buffers: typing.SupportsInt | typing.SupportsIndex = 1) -> None:
+        ...
+    def close(self) -> None:
+        ...
+    def collect_log(self, begin: typing.SupportsInt | typing.SupportsIndex, end: typing.SupportsInt | typing.SupportsIndex) -> dict:
+        ...
+    def env_memory(self, index: typing.SupportsInt | typing.SupportsIndex) -> memoryview:
+        ...
+    def pool_stats(self) -> dict:
+        ...
+    def reset(self, seed: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    def set_num_threads(self, num_threads: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    def set_schedule(self, schedule: str, dynamic_chunk: typing.SupportsInt | typing.SupportsIndex = 0) -> None:
+        ...
+    def step(self) -> int:
+        """
+        Steps every env once (GIL released); returns episodes ended.
+        """
+    def step_actions(self, actions: numpy.ndarray) -> int:
+        """
+        Checks and copies int32/float32 actions of the exact layout, then steps; -1/-2 = use the Python path (other dtype or layout / a value out of range).
+        """
+    def submit(self, buffer: typing.SupportsInt | typing.SupportsIndex, actions: numpy.ndarray) -> int:
+        """
+        Pipelined: queues a buffer's step and returns at once; -1/-2 = use the Python check.
+        """
+    def wait(self, buffer: typing.SupportsInt | typing.SupportsIndex) -> int:
+        """
+        Pipelined: waits (GIL released) for a buffer's step; returns episodes ended.
+        """
+    @property
+    def closed(self) -> bool:
+        ...
+    @property
+    def num_buffers(self) -> int:
+        ...
+    @property
+    def num_threads(self) -> int:
+        ...
+def bundled_names() -> list[str]:
+    """
+    Names of the bundled envs.
+    """
+def bundled_spec(name: str) -> EnvSpec:
+    """
+    Spec of a bundled env.
+    """
+def env_seed(seed: typing.SupportsInt | typing.SupportsIndex, index: typing.SupportsInt | typing.SupportsIndex) -> int:
+    """
+    Seed of env `index` under vector seed `seed` (same rule as shoal.seeding.env_seed).
+    """
+def load_spec(path: str, name: str) -> EnvSpec:
+    """
+    Loads `shoal_env_spec_<name>` from a shared library built against shoal/env.h.
+    """
+def measure_fork_join_ns(num_threads: typing.SupportsInt | typing.SupportsIndex, rounds: typing.SupportsInt | typing.SupportsIndex, schedule: str = 'static') -> float:
+    """
+    Median-free mean cost of one fork-join round with a trivial body, in ns.
+    """
+def physical_cores() -> int:
+    """
+    Physical CPU cores (best effort).
+    """
+ABI_VERSION: int = 1
+ENV_BASE_SIZE: int = 136
+__version__: str = '0.1.0'
