@@ -10,6 +10,7 @@ import time
 import numpy as np
 
 from . import __version__
+from .benchmark import cpu_model, random_actions
 from .config import ConfigError, load, make_from_config
 from .errors import APIUsageError, EnvError
 
@@ -31,17 +32,6 @@ def split_overrides(extra: list[str]) -> dict[str, str]:
     return overrides
 
 
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
 def describe_vecenv(vecenv) -> dict:
     import psutil
     desc = {"backend": type(vecenv).__name__, "num_envs": vecenv.num_envs,
@@ -53,22 +43,6 @@ def describe_vecenv(vecenv) -> dict:
                 cpu=cpu_model(), physical_cores=psutil.cpu_count(logical=False),
                 logical_cpus=psutil.cpu_count())
     return desc
-
-
-def random_actions(vecenv, batches: int, seed: int) -> list[np.ndarray]:
-    """Valid actions generated in advance, so the timed loop measures the vector env only."""
-    space = vecenv.single_action_space
-    rng = np.random.default_rng(seed)
-    n = vecenv.agents_per_batch
-    out = []
-    for _ in range(batches):
-        if hasattr(space, "nvec"):
-            out.append((rng.random((n, *space.shape)) * space.nvec).astype(np.int32))
-        elif hasattr(space, "n"):
-            out.append(rng.integers(0, space.n, size=n, dtype=np.int32))
-        else:
-            out.append(rng.uniform(space.low, space.high, size=(n, *space.shape)).astype(np.float32))
-    return out
 
 
 def run_steps(vecenv, agent_steps: int, warmup: int, progress: bool, seed: int = 0) -> dict:

@@ -48,6 +48,7 @@ from ..buffers import Buffers
 from ..call_order import NEEDS_RESET
 from ..errors import APIUsageError, EnvError, WorkerError
 from ..seeding import check_seed, offset_seed
+from .batching import BatchSelector
 from .base import VecEnv, agent_id_range
 from .serial import Serial, probe
 
@@ -431,9 +432,7 @@ class Multiprocessing(VecEnv):
                                     buf.truncations[r], agent_id_range(r.start, r.stop), buf.masks[r],
                                     buf.final_observations[r], buf.actions[r]))
         self._busy: list[int] = []      # dispatched, not completed (dispatch order)
-        self._ready: list[int] = []     # completed, not returned yet (order of discovery)
-        self._is_ready = [False] * self.num_workers
-        self._pending: list[int] = []   # dispatched, not returned yet (dispatch order; sync_traj)
+        self._batches = BatchSelector(self.num_workers, self.workers_per_batch, self.zero_copy, self.sync_traj)
         self._owed = 0                  # observed completions whose done_sem count is not taken yet
         self._worker_infos: list[list] = [[] for _ in range(self.num_workers)]
         self._batch: list[int] = []
@@ -500,9 +499,7 @@ class Multiprocessing(VecEnv):
         except EnvError:
             self._order.state = NEEDS_RESET
             raise
-        self._ready.clear()
-        self._is_ready = [False] * self.num_workers
-        self._pending = []
+        self._batches.clear()
         self._worker_infos = [[] for _ in range(self.num_workers)]  # drained steps' infos are dropped
         for w in range(self.num_workers):
             self._seeds[w] = offset_seed(seed, self._env_offsets[w])
@@ -567,20 +564,19 @@ class Multiprocessing(VecEnv):
         self._command[w] = command
         self._command_sems[w].release()
         self._busy.append(w)
-        if self.sync_traj:
-            self._pending.append(w)
+        self._batches.dispatched(w)
 
     def _next_batch(self) -> list[int]:
         while True:
             if self._busy:
                 self._poll()
-            batch = self._select()
+            batch = self._batches.select()
             if batch is not None:
                 return batch
             if not self._busy:
                 raise RuntimeError("Multiprocessing: no worker in flight and no batch ready (internal error)")
             # A batch needs workers_per_batch ready workers: sleep through the completions before that.
-            for _ in range(min(len(self._busy), max(1, self.workers_per_batch - len(self._ready)))):
+            for _ in range(min(len(self._busy), max(1, self._batches.missing))):
                 self._wait_for_completion()
 
     def _poll(self) -> None:
@@ -598,45 +594,12 @@ class Multiprocessing(VecEnv):
                 self._owed += 1  # pre-paid by _wait_for_completion
             elif not self._done_sem.acquire(False):
                 self._owed += 1  # its count is posted right after its state; taken later
-            self._ready.append(w)
-            self._is_ready[w] = True
+            self._batches.completed(w)
             if s == INFOS:
                 self._worker_infos[w] = pickle.loads(self._mailboxes[w, :self._mail_sizes[w]])
             elif s == MESSAGE:
                 self._read_message(w)
 
-    def _select(self) -> list[int] | None:
-        wpb, ready = self.workers_per_batch, self._ready
-        if len(ready) < wpb:
-            return None
-        if wpb == self.num_workers:
-            batch = list(range(wpb))
-        elif self.sync_traj:
-            batch = self._pending[:wpb]
-            if not all(self._is_ready[w] for w in batch):
-                return None
-            del self._pending[:wpb]
-        elif wpb == 1:
-            batch = [ready[0]]
-        elif self.zero_copy:
-            for w in ready:
-                first = w - w % wpb
-                if all(self._is_ready[first:first + wpb]):
-                    batch = list(range(first, first + wpb))
-                    break
-            else:
-                return None
-        else:
-            batch = ready[:wpb]
-        if wpb == self.num_workers:
-            ready.clear()
-            self._pending.clear()
-        else:
-            chosen = set(batch)
-            self._ready = [w for w in ready if w not in chosen]
-        for w in batch:
-            self._is_ready[w] = False
-        return batch
 
     def _wait_for_completion(self) -> None:
         """Returns once a completion not yet observed has been posted; checks liveness while asleep."""

@@ -53,6 +53,7 @@ from ..call_order import NEEDS_RESET
 from ..errors import APIUsageError, EnvError, WorkerError
 from ..native import NativeEnv, check_threads
 from ..seeding import check_seed, offset_seed
+from .batching import BatchSelector
 from .base import VecEnv, agent_id_range
 from .serial import Serial, probe
 
@@ -413,9 +414,7 @@ class Ray(VecEnv):
                                     agent_id_range(r.start, r.stop), buf.masks[r], buf.final_observations[r]))
         self._refs: list = [None] * self.num_workers   # in-flight call of each actor
         self._busy: list[int] = []      # dispatched, not completed (dispatch order)
-        self._ready: list[int] = []     # completed, not returned yet (order of discovery)
-        self._is_ready = [False] * self.num_workers
-        self._pending: list[int] = []   # dispatched, not returned yet (dispatch order; sync_traj)
+        self._batches = BatchSelector(self.num_workers, self.workers_per_batch, self.zero_copy, self.sync_traj)
         self._blocks: list = [None] * self.num_workers
         self._worker_infos: list[list] = [[] for _ in range(self.num_workers)]
         self._batch: list[int] = []
@@ -477,9 +476,7 @@ class Ray(VecEnv):
         seed = self.seed if seed is None else check_seed(seed)
         self._order.reset()
         self._drain()  # calls still in flight finish first; their results are dropped
-        self._ready.clear()
-        self._is_ready = [False] * self.num_workers
-        self._pending = []
+        self._batches.clear()
         self._blocks = [None] * self.num_workers
         self._worker_infos = [[] for _ in range(self.num_workers)]
         for w in range(self.num_workers):
@@ -538,8 +535,7 @@ class Ray(VecEnv):
     def _dispatch(self, w: int, ref) -> None:
         self._refs[w] = ref
         self._busy.append(w)
-        if self.sync_traj:
-            self._pending.append(w)
+        self._batches.dispatched(w)
 
     def _next_batch(self) -> list[int]:
         ray = self._ray
@@ -547,7 +543,7 @@ class Ray(VecEnv):
             # Full sync: one ray.get for every actor (a dead actor's result is its error).
             self._collect(list(self._busy), ray.get)
         while True:
-            batch = self._select()
+            batch = self._batches.select()
             if batch is not None:
                 return batch
             if not self._busy:
@@ -583,8 +579,7 @@ class Ray(VecEnv):
                                "\nCall reset() before stepping again.")
             self._blocks[w] = block
             self._worker_infos[w] = infos
-            self._ready.append(w)
-            self._is_ready[w] = True
+            self._batches.completed(w)
 
     def _get_one(self, w: int):
         try:
@@ -597,38 +592,6 @@ class Ray(VecEnv):
             raise EnvError(f"worker {w} (envs {self._env_range(w)}): Ray could not return its result: "
                            f"{type(exc).__name__}: {exc}\nCall reset() before stepping again.") from exc
 
-    def _select(self) -> list[int] | None:
-        wpb, ready = self.workers_per_batch, self._ready
-        if len(ready) < wpb:
-            return None
-        if wpb == self.num_workers:
-            batch = list(range(wpb))
-        elif self.sync_traj:
-            batch = self._pending[:wpb]
-            if not all(self._is_ready[w] for w in batch):
-                return None
-            del self._pending[:wpb]
-        elif wpb == 1:
-            batch = [ready[0]]
-        elif self.zero_copy:
-            for w in ready:
-                first = w - w % wpb
-                if all(self._is_ready[first:first + wpb]):
-                    batch = list(range(first, first + wpb))
-                    break
-            else:
-                return None
-        else:
-            batch = ready[:wpb]
-        if wpb == self.num_workers:
-            ready.clear()
-            self._pending.clear()
-        else:
-            chosen = set(batch)
-            self._ready = [w for w in ready if w not in chosen]
-        for w in batch:
-            self._is_ready[w] = False
-        return batch
 
     def _drain(self) -> None:
         """Waits until no actor is in flight; results and env errors are dropped, deaths raise."""
