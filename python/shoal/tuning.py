@@ -156,7 +156,8 @@ def cmd_bench(args, overrides) -> int:
     benchmark.run_cases(cases, args.repeats, log=(print if args.verbose else lambda *_: None))
     baseline = max(cases, key=lambda c: c.name.startswith("Serial"))
     rows = [benchmark.case_row(c, baseline) for c in sorted(cases, key=lambda c: -c.median)]
-    info = benchmark.system_info({"env": config.env_name, "config": config.path, "repeats": args.repeats,
+    info = benchmark.system_info({"env": config.env_name, "config": args.config or "the embedded default config.ini",
+                                  "repeats": args.repeats,
                                   "what is timed": "send+recv, random actions generated in advance, after "
                                   "reset and warm-up; ~%.1f s per sample" % args.seconds})
     table = benchmark.format_markdown(f"shoal bench: {config.env_name}", info, rows,
