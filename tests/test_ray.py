@@ -430,5 +430,8 @@ def test_create_step_close_cycles_leak_nothing(cluster, time_limit):
         time.sleep(0.1)
     assert ray.available_resources().get("CPU") == 2
     after = resources()
-    assert all(a <= b for a, b in zip(after, before)), f"threads/fds/shm grew: {before} -> {after}"
+    # Ray's client starts a few internal threads lazily, sometimes late in a long run; a leak per
+    # cycle would add about 1,000 threads or descriptors, so a small constant bound tells them apart.
+    threads, fds, shm = (a - b for a, b in zip(after, before))
+    assert threads <= 3 and fds <= 3 and shm <= 0, f"threads/fds/shm grew: {before} -> {after}"
     assert process.memory_info().rss - rss_before < 64 * 2**20
