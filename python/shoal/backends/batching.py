@@ -70,3 +70,13 @@ class BatchSelector:
         for w in batch:
             self.is_ready[w] = False
         return batch
+
+
+def take_infos(worker_infos: list[list], batch: list[int]) -> list:
+    """The infos the batch's workers reported since they were last returned, emptying their slots."""
+    infos = []
+    for w in batch:
+        if worker_infos[w]:
+            infos.extend(worker_infos[w])
+            worker_infos[w] = []
+    return infos

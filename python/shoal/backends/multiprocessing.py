@@ -48,7 +48,7 @@ from ..buffers import Buffers
 from ..call_order import NEEDS_RESET
 from ..errors import APIUsageError, EnvError, WorkerError
 from ..seeding import check_seed, offset_seed
-from .batching import BatchSelector
+from .batching import BatchSelector, take_infos
 from .base import VecEnv, agent_id_range
 from .serial import Serial, probe
 
@@ -528,12 +528,7 @@ class Multiprocessing(VecEnv):
             self._order.state = NEEDS_RESET
             raise
         self._batch = batch
-        infos = []
-        for w in batch:
-            if self._worker_infos[w]:
-                infos.extend(self._worker_infos[w])
-                self._worker_infos[w] = []
-        self.infos = infos
+        self.infos = infos = take_infos(self._worker_infos, batch)
         if self._copy_mode:
             return self._gather(batch, infos)
         block = batch[0] // self.workers_per_batch

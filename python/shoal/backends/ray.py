@@ -53,7 +53,7 @@ from ..call_order import NEEDS_RESET
 from ..errors import APIUsageError, EnvError, WorkerError
 from ..native import NativeEnv, check_threads
 from ..seeding import check_seed, offset_seed
-from .batching import BatchSelector
+from .batching import BatchSelector, take_infos
 from .base import VecEnv, agent_id_range
 from .serial import Serial, probe
 
@@ -502,12 +502,7 @@ class Ray(VecEnv):
             self._order.state = NEEDS_RESET
             raise
         self._batch = batch
-        infos = []
-        for w in batch:
-            if self._worker_infos[w]:
-                infos.extend(self._worker_infos[w])
-                self._worker_infos[w] = []
-        self.infos = infos
+        self.infos = infos = take_infos(self._worker_infos, batch)
         if self._copy_mode:
             dst = self._batch_buf
             for i, w in enumerate(batch):
