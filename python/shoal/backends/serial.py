@@ -79,6 +79,11 @@ class Serial(VecEnv):
         self.env_offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(int).tolist()
         self.agent_ids = agent_id_range(0, self.num_agents)
         self.observations, self.final_observations = buf.observations, buf.final_observations
+        self._batched_envs = None
+        if not native:
+            from .. import emulation
+            if emulation.batchable(self.envs):
+                self._batched_envs = self.envs
         self._init_api()
 
     def async_reset(self, seed: int | None = None) -> None:
@@ -94,6 +99,10 @@ class Serial(VecEnv):
         actions = self._check_actions(actions)
         self._order.send()
         np.copyto(self.buf.actions, actions, casting="unsafe")
+        if self._batched_envs is not None:
+            from ..emulation import step_box_rows
+            self.infos = step_box_rows(self._batched_envs, self.buf.actions, self.buf)
+            return
         infos = []
         actions = self.buf.actions
         for env, rows in zip(self.envs, self.row_slices):
