@@ -316,6 +316,17 @@ class Vector {
         d["chunks_by_workers"] = stats.chunks_by_workers;
         d["worker_sleeps"] = stats.worker_sleeps;
         d["worker_wakeups"] = stats.worker_wakeups;
+        d["spin_hits"] = stats.spin_hits;
+        d["futex_wakes"] = stats.futex_wakes;
+        d["preemptions"] = stats.preemptions;
+        d["parks"] = stats.parks;
+        d["late_arrivals"] = stats.late_arrivals;
+        d["steals"] = stats.steals;
+        d["caller_yields"] = stats.caller_yields;
+        d["caller_wait_ns"] = stats.caller_wait_ns;
+        d["mean_spin_budget_ns"] = stats.mean_spin_budget_ns;
+        d["parked_workers"] = stats.parked_workers;
+        d["active_limit"] = stats.active_limit;
         return d;
     }
 

@@ -6,6 +6,7 @@
 // alone, so results never depend on how the envs are split between threads.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
@@ -88,12 +89,55 @@ struct VecBuffers {
     uint8_t* masks = nullptr;
 };
 
-/// Episodes finished by one env since the log was last collected.
+/// Episodes finished by a range of envs since the log was last collected: sums over episodes.
 struct EpisodeTally {
     double return_sum = 0;
     double length_sum = 0;
     double stat_sums[SHOAL_MAX_STATS] = {};
     uint64_t episodes = 0;
+};
+
+/// Each env's episode sums, one array per quantity: collecting a log reads ~20 bytes per env
+/// (not a whole EpisodeTally), which matters because it runs between steps on the caller alone.
+/// Sums run in env index order, so the log never depends on the thread count.
+class EpisodeTallies {
+   public:
+    EpisodeTallies(size_t num_envs, size_t num_stats)
+        : num_stats_(num_stats),
+          returns_(num_envs),
+          lengths_(num_envs),
+          episodes_(num_envs),
+          stats_(num_envs * num_stats) {}
+
+    void add(size_t i, const shoal_env* base) noexcept {
+        returns_[i] += base->episode_return;
+        lengths_[i] += base->tick;
+        for (size_t s = 0; s < num_stats_; ++s) stats_[i * num_stats_ + s] += base->stats[s];
+        episodes_[i] += 1;
+    }
+
+    /// Sums and clears envs [begin, end).
+    [[nodiscard]] EpisodeTally take(size_t begin, size_t end) noexcept {
+        EpisodeTally total;
+        for (size_t i = begin; i < end; ++i) {
+            total.return_sum += returns_[i];
+            total.length_sum += lengths_[i];
+            total.episodes += episodes_[i];
+        }
+        for (size_t i = begin; i < end; ++i)
+            for (size_t s = 0; s < num_stats_; ++s) total.stat_sums[s] += stats_[i * num_stats_ + s];
+        std::fill(returns_.begin() + begin, returns_.begin() + end, 0.0);
+        std::fill(lengths_.begin() + begin, lengths_.begin() + end, 0.0);
+        std::fill(episodes_.begin() + begin, episodes_.begin() + end, 0);
+        std::fill(stats_.begin() + begin * num_stats_, stats_.begin() + end * num_stats_, 0.0);
+        return total;
+    }
+
+   private:
+    size_t num_stats_;
+    std::vector<double> returns_, lengths_;
+    std::vector<uint64_t> episodes_;
+    std::vector<double> stats_;  // num_envs rows of num_stats
 };
 
 /// The envs of one vector, stepped range by range.
@@ -106,7 +150,7 @@ class NativeVec {
         : spec_(spec),
           num_envs_(num_envs),
           max_episode_steps_(uint32_t(max_episode_steps)),
-          tallies_(num_envs),
+          tallies_(num_envs, size_t(spec.num_stats > 0 ? spec.num_stats : 0)),
           errors_(num_envs * SHOAL_ERROR_CAPACITY, '\0') {
         validate_spec(spec);
         observation_bytes_ = observation_size(spec) * dtype_size(spec.obs_dtype);
@@ -193,11 +237,7 @@ class NativeVec {
             }
             keep_final_observations(i, base);
             if (over) {
-                EpisodeTally& tally = tallies_[i];
-                tally.return_sum += base->episode_return;
-                tally.length_sum += base->tick;
-                for (int32_t s = 0; s < spec_.num_stats; ++s) tally.stat_sums[s] += base->stats[s];
-                tally.episodes += 1;
+                tallies_.add(i, base);
                 episodes += 1;
                 start_episode(base);
             }
@@ -227,19 +267,7 @@ class NativeVec {
     [[nodiscard]] EpisodeTally collect_log() noexcept { return collect_log(0, num_envs_); }
 
     /// Sums and clears the tallies of envs [begin, end) (not while that range is being stepped).
-    [[nodiscard]] EpisodeTally collect_log(size_t begin, size_t end) noexcept {
-        EpisodeTally total;
-        for (size_t i = begin; i < end; ++i) {
-            EpisodeTally& tally = tallies_[i];
-            if (tally.episodes == 0) continue;
-            total.return_sum += tally.return_sum;
-            total.length_sum += tally.length_sum;
-            for (int32_t s = 0; s < spec_.num_stats; ++s) total.stat_sums[s] += tally.stat_sums[s];
-            total.episodes += tally.episodes;
-            tally = EpisodeTally{};
-        }
-        return total;
-    }
+    [[nodiscard]] EpisodeTally collect_log(size_t begin, size_t end) noexcept { return tallies_.take(begin, end); }
 
    private:
     void write_params(shoal_env* base, const double* values) const noexcept {
@@ -292,7 +320,7 @@ class NativeVec {
     unsigned char* memory_ = nullptr;
     unsigned char* final_observations_ = nullptr;
     size_t initialized_ = 0;
-    std::vector<EpisodeTally> tallies_;
+    EpisodeTallies tallies_;
     std::vector<char> errors_;
     std::atomic<bool> any_failed_{false};
 };
