@@ -80,8 +80,9 @@ def test_per_env_trajectories_match_serial(reference, num_buffers, threads, time
 
 def test_send_returns_while_the_driver_steps_and_the_gil_is_free(time_limit):
     time_limit(60)
-    # ~40 us per env step x 256 envs per buffer on one thread: ~10 ms per buffer step.
-    with make(Deep, backend="Multithreading", num_envs=512, batch_size=256, max_num_threads=1,
+    # ~40 us per env step x 512 envs per buffer: ~20 ms per buffer step on one thread (about half
+    # of that once the waiting caller helps the driver).
+    with make(Deep, backend="Multithreading", num_envs=1024, batch_size=512, max_num_threads=1,
               env_kwargs={"work": 20000}) as vecenv:
         vecenv.async_reset()
         vecenv.recv()
@@ -89,17 +90,35 @@ def test_send_returns_while_the_driver_steps_and_the_gil_is_free(time_limit):
         spinner = threading.Thread(target=lambda: [ticks.append(time.perf_counter()) or time.sleep(0)
                                                    for _ in range(20000)])
         start = time.perf_counter()
-        vecenv.send(np.zeros(256, np.int32))
+        vecenv.send(np.zeros(512, np.int32))
         sent = time.perf_counter() - start
         spinner.start()
         vecenv.recv()  # buffer 1, from the reset: no wait
-        vecenv.send(np.zeros(256, np.int32))
+        vecenv.send(np.zeros(512, np.int32))
+        wait_start = time.perf_counter()
         vecenv.recv()  # buffer 0: waits for its step
-        waited = time.perf_counter() - start
+        wait_end = time.perf_counter()
         spinner.join()
-    assert sent < 0.003 < waited, (sent, waited)
+    assert sent < 0.003 < wait_end - start, (sent, wait_end - start)
     # Another Python thread made progress while this one waited in recv (GIL released).
-    assert sum(1 for t in ticks if t < start + waited) > 100
+    assert sum(1 for t in ticks if wait_start < t < wait_end) > 20
+
+
+def test_waiting_caller_steps_envs_instead_of_sleeping(time_limit):
+    time_limit(60)
+    # One buffer step is ~20 ms of env work; the caller waits for it right away, so it should
+    # spend most of that wait stepping chunks itself (thread CPU time), not asleep.
+    with make(Deep, backend="Multithreading", num_envs=1024, batch_size=512, max_num_threads=1,
+              env_kwargs={"work": 20000}) as vecenv:
+        vecenv.async_reset()
+        for _ in range(2):  # buffer 0, then buffer 1, each handed back to the driver at once
+            vecenv.recv()
+            vecenv.send(np.zeros(512, np.int32))
+        wall, cpu = time.perf_counter(), time.thread_time()
+        vecenv.recv()
+        wall, cpu = time.perf_counter() - wall, time.thread_time() - cpu
+    assert wall > 0.004, wall
+    assert cpu > 0.3 * wall, (cpu, wall)
 
 
 def test_close_with_buffers_in_flight_is_clean(time_limit):

@@ -6,6 +6,12 @@
 // waits for that buffer only. Overlaps env stepping with whatever the caller does meanwhile (a
 // policy's forward pass), with no Python and no lock on the hot path.
 //
+// A job is cut into chunks that every stepping thread claims from one counter: the driver and the
+// pool workers, and also the caller once it waits for that buffer. A caller that finished its
+// policy early steps the rest of the buffer instead of spinning, so the two sides balance
+// themselves whatever the ratio of policy to env cost. The driver publishes the job once every
+// chunk is done, its own and the caller's.
+//
 // Rules: one submitting thread; a buffer is submitted again only after waiting for its previous
 // job; at most num_buffers jobs are in flight (submit() waits for room otherwise). Between a job's
 // completion and the next, only the driver touches the vector, so failures are collected there.
@@ -44,7 +50,10 @@ class Pipeline {
           envs_per_buffer_(vec.num_envs() / num_buffers),
           action_buffer_(action_buffer),
           env_action_bytes_(env_action_bytes),
+          chunk_envs_(std::max<size_t>(1, envs_per_buffer_ / kChunksPerBuffer)),
+          num_chunks_(uint32_t((envs_per_buffer_ + chunk_envs_ - 1) / chunk_envs_)),
           ring_(num_buffers),
+          jobs_(num_buffers),
           results_(num_buffers),
           last_job_(num_buffers, 0),
           submitted_for_(num_buffers, false) {
@@ -77,6 +86,10 @@ class Pipeline {
         sleep_until_completed(job - uint32_t(num_buffers_) + 1);
         std::memcpy(action_buffer_ + b * envs_per_buffer_ * env_action_bytes_, actions,
                     envs_per_buffer_ * env_action_bytes_);
+        // Buffer b's previous job is complete (the caller waited for it), so nobody claims its chunks.
+        jobs_[b].next_chunk.store(0, std::memory_order_relaxed);
+        jobs_[b].chunks_done.store(0, std::memory_order_relaxed);
+        jobs_[b].episodes.store(0, std::memory_order_relaxed);
         ring_[job % num_buffers_] = b;
         last_job_[b] = job;
         submitted_for_[b] = true;
@@ -91,6 +104,7 @@ class Pipeline {
     uint64_t wait(size_t b, std::vector<std::string>& failures) {
         if (submitted_for_[b]) {
             const uint32_t target = last_job_[b] + 1;
+            if (!reached(target)) step_chunks(b);
             const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
             while (!reached(target) && std::chrono::steady_clock::now() < spin_until) pause();
             sleep_until_completed(target);
@@ -121,6 +135,16 @@ class Pipeline {
 
    private:
     static constexpr size_t kStop = ~size_t{0};
+    /// Chunks per job: fine enough that the caller's share follows its idle time, coarse enough
+    /// that claiming (one fetch_add per chunk) stays negligible.
+    static constexpr size_t kChunksPerBuffer = 32;
+
+    /// Claim counters of the job of one buffer (one job per buffer in flight at most).
+    struct Job {
+        alignas(64) std::atomic<uint32_t> next_chunk{0};
+        alignas(64) std::atomic<uint32_t> chunks_done{0};
+        std::atomic<uint64_t> episodes{0};
+    };
 
     struct Result {
         uint64_t episodes = 0;
@@ -161,6 +185,27 @@ class Pipeline {
         }
     }
 
+    /// Claims and steps chunks of buffer b's job until none is left (driver, workers and caller).
+    void step_chunks(size_t b) noexcept {
+        Job& job = jobs_[b];
+        const size_t first = b * envs_per_buffer_, last = first + envs_per_buffer_;
+        for (uint32_t c; (c = job.next_chunk.fetch_add(1, std::memory_order_relaxed)) < num_chunks_;) {
+            const size_t begin = first + c * chunk_envs_;
+            const uint64_t ended = vec_.step_range(begin, std::min(last, begin + chunk_envs_));
+            if (ended) job.episodes.fetch_add(ended, std::memory_order_relaxed);
+            // Release: the chunk's writes (and env failure flags) happen-before the driver's check.
+            job.chunks_done.fetch_add(1, std::memory_order_release);
+        }
+    }
+
+    /// Waits for chunks still in progress on other threads (at most one chunk each).
+    void await_chunks(const Job& job) noexcept {
+        for (unsigned i = 1; job.chunks_done.load(std::memory_order_acquire) != num_chunks_; ++i) {
+            if (i % 1024 == 0) std::this_thread::yield();  // the caller lost its CPU mid-chunk
+            else pause();
+        }
+    }
+
     void drive() {
         uint32_t next = 0;
         uint64_t spin_ns = 200'000;
@@ -184,18 +229,18 @@ class Pipeline {
             const size_t b = ring_[next % num_buffers_];
             if (b == kStop) return;
             Result& result = results_[b];
-            std::atomic<uint64_t> episodes{0};
-            const size_t first = b * envs_per_buffer_;
+            Job& job = jobs_[b];
+            // One item per pool participant; each runs the claim loop (a late worker finds nothing).
             auto body = [&](size_t begin, size_t end) {
-                const uint64_t ended = vec_.step_range(first + begin, first + end);
-                if (ended) episodes.fetch_add(ended, std::memory_order_relaxed);
+                for (size_t i = begin; i < end; ++i) step_chunks(b);
             };
             try {
-                pool_.parallel_for(envs_per_buffer_, body);
+                pool_.parallel_for(size_t(pool_.num_threads()) + 1, body);
             } catch (...) {
                 result.error = std::current_exception();
             }
-            result.episodes += episodes.load(std::memory_order_relaxed);
+            await_chunks(job);
+            result.episodes += job.episodes.load(std::memory_order_relaxed);
             if (vec_.any_failed()) {
                 std::vector<std::string> failures = vec_.take_failures();
                 result.failures.insert(result.failures.end(), failures.begin(), failures.end());
@@ -212,7 +257,10 @@ class Pipeline {
     const size_t envs_per_buffer_;
     unsigned char* const action_buffer_;
     const size_t env_action_bytes_;
+    const size_t chunk_envs_;
+    const uint32_t num_chunks_;
     std::vector<size_t> ring_;
+    std::vector<Job> jobs_;
     std::vector<Result> results_;
     std::vector<uint32_t> last_job_;      // caller-only
     std::vector<bool> submitted_for_;     // caller-only
