@@ -115,7 +115,7 @@ def main() -> None:
 
     configs = [("sync, default threads (T=2: all 4096 envs per batch)", NUM_ENVS, None),
                ("2 buffers, default threads (T=1: the driver steps, the caller runs the policy)", NUM_ENVS // 2, None),
-               ("2 buffers, T=2 (driver + 1 pool thread: 3 busy threads on 2 cores)", NUM_ENVS // 2, 2)]
+               ("2 buffers, T=2 (driver + 1 pool worker, which stays parked: both cores are taken)", NUM_ENVS // 2, 2)]
     samples = {name: [] for name, _, _ in configs}
     waits = {name: [] for name, _, _ in configs}
     for r in range(args.repeats):

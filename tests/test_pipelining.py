@@ -1,6 +1,7 @@
 """Multithreading with batch_size < num_envs: buffers stepped by a native driver thread while the
 caller works. Per-env trajectories must equal Serial's; send returns at once; close is clean."""
 
+import os
 import threading
 import time
 
@@ -180,3 +181,15 @@ def test_thread_count_change_drains_first():
             if i % 10 == 5:
                 vecenv.max_num_threads = [0, 3, 1, 2][i // 10 % 4]
         vecenv.recv()
+
+
+def test_pipelined_pool_leaves_a_cpu_to_the_caller():
+    """Pipelined, the Python caller is busy too (policy, or stepping while it waits): the pool lets
+    at most allowed CPUs - 2 workers spin, against allowed CPUs - 1 in the synchronous mode."""
+    cpus = len(os.sched_getaffinity(0))
+    with make(CartPole, backend="Multithreading", num_envs=64, batch_size=32, max_num_threads=3) as piped, \
+            make(CartPole, backend="Multithreading", num_envs=64, max_num_threads=3) as sync:
+        assert piped.pool_stats()["active_limit"] == min(2, max(0, cpus - 2))
+        assert sync.pool_stats()["active_limit"] == min(2, cpus - 1)
+        piped.env._vec.set_schedule("dynamic")  # new pool options keep the reservation
+        assert piped.pool_stats()["active_limit"] == min(2, max(0, cpus - 2))

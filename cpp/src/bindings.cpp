@@ -149,6 +149,7 @@ class Vector {
         options.schedule = parse_schedule(schedule);
         options.dynamic_chunk = dynamic_chunk;
         options.pin_threads = pin_threads;
+        options.reserved_cpus = reserved_cpus(num_buffers);
         pin_threads_ = pin_threads;
         vec_ = std::make_unique<shoal::NativeVec>(s, num_envs, params.data(), max_episode_steps, buffers);
         pool_ = std::make_unique<shoal::WorkerPool>(workers_for(num_threads), options);
@@ -298,6 +299,7 @@ class Vector {
         options.schedule = parse_schedule(schedule);
         options.dynamic_chunk = dynamic_chunk;
         options.pin_threads = pin_threads_;
+        options.reserved_cpus = reserved_cpus(pipeline_ ? pipeline_->num_buffers() : 1);
         if (pipeline_) {
             py::gil_scoped_release release;
             pipeline_->drain();
@@ -361,6 +363,10 @@ class Vector {
     };
 
     static unsigned workers_for(unsigned num_threads) { return num_threads > 1 ? num_threads - 1 : 0; }
+
+    /// CPUs the pool leaves to threads that are busy outside it: the pool's caller, and when
+    /// pipelined also the Python caller (running the policy, or stepping envs while it waits).
+    static unsigned reserved_cpus(size_t num_buffers) { return num_buffers > 1 ? 2 : 1; }
 
     void raise_failures() {
         if (vec_->any_failed()) raise_env_error(vec_->take_failures());

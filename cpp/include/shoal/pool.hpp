@@ -71,7 +71,8 @@ struct PoolOptions {
   Schedule schedule = Schedule::Static;
   size_t dynamic_chunk = 0;         ///< items per chunk for Dynamic; 0 = auto (~8 chunks per participant)
   bool pin_threads = false;         ///< pin worker i to the (i+1)-th allowed CPU (mod count); caller untouched
-  unsigned max_active_workers = 0;  ///< workers that may spin/await rounds at once; 0 = auto (allowed CPUs - 1)
+  unsigned max_active_workers = 0;  ///< workers that may spin/await rounds at once; 0 = auto (allowed CPUs - reserved_cpus)
+  unsigned reserved_cpus = 1;       ///< for auto: CPUs kept for busy threads outside the workers (the caller at least)
 };
 
 /** Counters for tuning: totals since the workers were (re)started, plus a few gauges. */
@@ -718,7 +719,8 @@ class WorkerPool {
 
   [[nodiscard]] unsigned active_limit() const noexcept {
     if (options_.max_active_workers != 0) return options_.max_active_workers;
-    return cpu_count_ > 1 ? cpu_count_ - 1 : 0;
+    const unsigned reserved = std::max(1u, options_.reserved_cpus);
+    return cpu_count_ > reserved ? cpu_count_ - reserved : 0;
   }
 
   bool try_take_token(WorkerState& w) noexcept {
