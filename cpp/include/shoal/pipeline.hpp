@@ -87,7 +87,7 @@ class Pipeline {
         std::memcpy(action_buffer_ + b * envs_per_buffer_ * env_action_bytes_, actions,
                     envs_per_buffer_ * env_action_bytes_);
         // Buffer b's previous job is complete (the caller waited for it), so nobody claims its chunks.
-        jobs_[b].next_chunk.store(0, std::memory_order_relaxed);
+        jobs_[b].unclaimed.store(num_chunks_, std::memory_order_relaxed);  // front 0, back num_chunks_
         jobs_[b].chunks_done.store(0, std::memory_order_relaxed);
         jobs_[b].episodes.store(0, std::memory_order_relaxed);
         ring_[job % num_buffers_] = b;
@@ -104,7 +104,7 @@ class Pipeline {
     uint64_t wait(size_t b, std::vector<std::string>& failures) {
         if (submitted_for_[b]) {
             const uint32_t target = last_job_[b] + 1;
-            if (!reached(target)) step_chunks(b);
+            if (!reached(target)) step_chunks(b, true);
             const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
             while (!reached(target) && std::chrono::steady_clock::now() < spin_until) pause();
             sleep_until_completed(target);
@@ -137,13 +137,29 @@ class Pipeline {
     static constexpr size_t kStop = ~size_t{0};
     /// Chunks per job: fine enough that the caller's share follows its idle time, coarse enough
     /// that claiming (one fetch_add per chunk) stays negligible.
-    static constexpr size_t kChunksPerBuffer = 32;
+    static constexpr size_t kChunksPerBuffer = 32;  // < 2^16 (Job packs chunk indices in 16 bits)
 
-    /// Claim counters of the job of one buffer (one job per buffer in flight at most).
+    /// Claim state of the job of one buffer (one job per buffer in flight at most).
     struct Job {
-        alignas(64) std::atomic<uint32_t> next_chunk{0};
+        /// Unclaimed chunks [front, back), packed front << 16 | back. The driver and the pool
+        /// workers claim from the front, the waiting caller from the back: in a steady loop the
+        /// caller helps with about the same tail chunks every time, so each env's state stays in
+        /// one core's cache instead of moving between the two.
+        alignas(64) std::atomic<uint32_t> unclaimed{0};
         alignas(64) std::atomic<uint32_t> chunks_done{0};
         std::atomic<uint64_t> episodes{0};
+
+        /// Claims one chunk; -1 if none is left.
+        int64_t claim(bool from_back) noexcept {
+            uint32_t v = unclaimed.load(std::memory_order_relaxed);
+            for (;;) {
+                const uint32_t front = v >> 16, back = v & 0xffffu;
+                if (front >= back) return -1;
+                const uint32_t desired = from_back ? v - 1 : v + (1u << 16);
+                if (unclaimed.compare_exchange_weak(v, desired, std::memory_order_relaxed))
+                    return from_back ? back - 1 : front;
+            }
+        }
     };
 
     struct Result {
@@ -186,11 +202,11 @@ class Pipeline {
     }
 
     /// Claims and steps chunks of buffer b's job until none is left (driver, workers and caller).
-    void step_chunks(size_t b) noexcept {
+    void step_chunks(size_t b, bool from_back) noexcept {
         Job& job = jobs_[b];
         const size_t first = b * envs_per_buffer_, last = first + envs_per_buffer_;
-        for (uint32_t c; (c = job.next_chunk.fetch_add(1, std::memory_order_relaxed)) < num_chunks_;) {
-            const size_t begin = first + c * chunk_envs_;
+        for (int64_t c; (c = job.claim(from_back)) >= 0;) {
+            const size_t begin = first + size_t(c) * chunk_envs_;
             const uint64_t ended = vec_.step_range(begin, std::min(last, begin + chunk_envs_));
             if (ended) job.episodes.fetch_add(ended, std::memory_order_relaxed);
             // Release: the chunk's writes (and env failure flags) happen-before the driver's check.
@@ -232,7 +248,7 @@ class Pipeline {
             Job& job = jobs_[b];
             // One item per pool participant; each runs the claim loop (a late worker finds nothing).
             auto body = [&](size_t begin, size_t end) {
-                for (size_t i = begin; i < end; ++i) step_chunks(b);
+                for (size_t i = begin; i < end; ++i) step_chunks(b, false);
             };
             try {
                 pool_.parallel_for(size_t(pool_.num_threads()) + 1, body);
