@@ -48,9 +48,8 @@ from ..buffers import Buffers
 from ..call_order import NEEDS_RESET
 from ..errors import APIUsageError, EnvError, WorkerError
 from ..seeding import check_seed, offset_seed
-from .batching import BatchSelector, take_infos
-from .base import VecEnv, agent_id_range
-from .serial import Serial, probe
+from .serial import Serial
+from .workers import WorkerBackend
 
 # state[w]: written BUSY by the caller when it dispatches, IDLE, INFOS or MESSAGE by the worker when done.
 IDLE, BUSY, INFOS, MESSAGE = 0, 1, 2, 3
@@ -311,17 +310,11 @@ class _Pool:
             pass
 
 
-def _check_bool(value, name: str) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise APIUsageError(f"{name} must be True or False, got {value!r}")
-    return bool(value)
-
-
 def default_start_method() -> str:
     return "fork" if sys.platform.startswith("linux") else "spawn"
 
 
-class Multiprocessing(VecEnv):
+class Multiprocessing(WorkerBackend):
     """Envs in worker processes (one Serial each) over shared memory; four batching modes.
 
     ``num_workers`` processes (default: physical cores) each own ``num_envs / num_workers`` envs.
@@ -334,16 +327,7 @@ class Multiprocessing(VecEnv):
     def __init__(self, env_creators, env_args, env_kwargs, num_envs: int, seed: int = 0,
                  num_workers=None, batch_size=None, zero_copy: bool = True, sync_traj: bool = True,
                  overwork: bool = False, start_method: str | None = None, **options):
-        from ..vector import worker_layout  # vector imports the backends; import it lazily
-
-        if options:
-            raise APIUsageError(f"invalid argument(s) {sorted(options)} for backend Multiprocessing; "
-                                f"valid: {sorted(self.options)}")
-        self.seed = check_seed(seed)
-        zero_copy = _check_bool(zero_copy, "zero_copy")
-        self.sync_traj = _check_bool(sync_traj, "sync_traj")
-        self.overwork = _check_bool(overwork, "overwork")
-        layout = worker_layout(num_envs, num_workers, batch_size, zero_copy, self.overwork)
+        self._configure_workers(num_envs, seed, num_workers, batch_size, zero_copy, sync_traj, overwork, options)
         if start_method is None:
             start_method = default_start_method()
         available = multiprocessing.get_all_start_methods()
@@ -351,28 +335,13 @@ class Multiprocessing(VecEnv):
             raise APIUsageError(f"start_method must be one of {[m for m in START_METHODS if m in available]} "
                                 f"on this platform, got {start_method!r}")
         self.start_method = start_method
-        self.num_envs = num_envs
-        self.num_workers = layout.num_workers
-        self.batch_size = layout.batch_size
-        self.zero_copy = layout.zero_copy
-        self.envs_per_worker = layout.envs_per_worker
-        self.workers_per_batch = wpb = layout.workers_per_batch
         if start_method == "fork":
             payloads = [(env_creators[s], env_args[s], env_kwargs[s]) for s in self._env_slices()]
         else:
             payloads = [self._pickle_slice(env_creators, env_args, env_kwargs, s) for s in self._env_slices()]
 
-        # The driver env tells spaces and agents per env; it stays in this process.
-        self.driver_env, _ = probe(env_creators[0], env_args[0], env_kwargs[0])
-        driver = self.driver_env
-        self.single_observation_space = driver.single_observation_space
-        self.single_action_space = driver.single_action_space
-        self.emulated = driver.emulated
-        self.agents_per_env = driver.num_agents
-        self.rows_per_worker = rows = driver.num_agents * self.envs_per_worker
-        self.num_agents = rows * self.num_workers
-        self.agents_per_batch = rows * wpb
-
+        self._probe_driver(env_creators[0], env_args[0], env_kwargs[0])
+        driver, rows = self.driver_env, self.rows_per_worker
         context = multiprocessing.get_context(start_method)
         pool = self._pool = _Pool()
         self._finalizer = weakref.finalize(self, pool.shutdown)
@@ -416,30 +385,9 @@ class Multiprocessing(VecEnv):
         # offset_seed(seed, offset), so every env draws the same stream as under Serial.
         self._env_offsets = np.concatenate([[0], np.cumsum(internal)[:-1]]).astype(int).tolist()
 
-        self._copy_mode = (not self.zero_copy) and 1 < wpb < self.num_workers
-        buf = self.buf
-        if self._copy_mode:
-            self._batch_buf = Buffers.allocate(self.single_observation_space, self.single_action_space,
-                                               self.agents_per_batch)
-            self._batch_ids = np.empty(self.agents_per_batch, dtype=np.int64)
-            self._worker_ids = [agent_id_range(w * rows, (w + 1) * rows) for w in range(self.num_workers)]
-        else:
-            # One tuple of views per block of workers_per_batch consecutive workers.
-            self._views = []
-            for b in range(self.num_workers // wpb):
-                r = slice(b * self.agents_per_batch, (b + 1) * self.agents_per_batch)
-                self._views.append((buf.observations[r], buf.rewards[r], buf.terminals[r],
-                                    buf.truncations[r], agent_id_range(r.start, r.stop), buf.masks[r],
-                                    buf.final_observations[r], buf.actions[r]))
-        self._busy: list[int] = []      # dispatched, not completed (dispatch order)
-        self._batches = BatchSelector(self.num_workers, self.workers_per_batch, self.zero_copy, self.sync_traj)
         self._owed = 0                  # observed completions whose done_sem count is not taken yet
-        self._worker_infos: list[list] = [[] for _ in range(self.num_workers)]
-        self._batch: list[int] = []
-        self._batch_block = 0
-        self.observations = buf.observations
-        self.final_observations = buf.final_observations
-        self._init_api()
+        self._batch_block = 0           # zero copy: the block of workers last returned by recv
+        self._init_batches()
 
     @property
     def worker_pids(self) -> list[int]:
@@ -484,9 +432,6 @@ class Multiprocessing(VecEnv):
                            f"Traceback in worker {w} (pid {process.pid}):\n{tb}")
         return message[1]
 
-    def _env_range(self, w: int) -> str:
-        return f"{w * self.envs_per_worker}..{(w + 1) * self.envs_per_worker - 1}"
-
     # -- the API -----------------------------------------------------------------------------------
 
     def async_reset(self, seed: int | None = None) -> None:
@@ -519,38 +464,21 @@ class Multiprocessing(VecEnv):
             self._dispatch(w, STEP)
 
     def recv(self):
-        self._order.recv()
-        try:
-            batch = self._next_batch()
-        except WorkerError:
-            raise
-        except EnvError:
-            self._order.state = NEEDS_RESET
-            raise
-        self._batch = batch
-        self.infos = infos = take_infos(self._worker_infos, batch)
+        batch, infos = self._take_batch()
         if self._copy_mode:
-            return self._gather(batch, infos)
-        block = batch[0] // self.workers_per_batch
-        self._batch_block = block
-        obs, rewards, terminals, truncations, ids, masks, final, _ = self._views[block]
-        self.observations, self.final_observations = obs, final
-        return obs, rewards, terminals, truncations, infos, ids, masks
-
-    def _gather(self, batch: list[int], infos: list):
-        src, dst, rows = self.buf, self._batch_buf, self.rows_per_worker
-        for i, w in enumerate(batch):
-            s, d = slice(w * rows, (w + 1) * rows), slice(i * rows, (i + 1) * rows)
-            dst.observations[d] = src.observations[s]
-            dst.final_observations[d] = src.final_observations[s]
-            dst.rewards[d] = src.rewards[s]
-            dst.terminals[d] = src.terminals[s]
-            dst.truncations[d] = src.truncations[s]
-            dst.masks[d] = src.masks[s]
-            self._batch_ids[d] = self._worker_ids[w]
-        self.observations, self.final_observations = dst.observations, dst.final_observations
-        return (dst.observations, dst.rewards, dst.terminals, dst.truncations, infos, self._batch_ids,
-                dst.masks)
+            src, dst, rows = self.buf, self._batch_buf, self.rows_per_worker
+            for i, w in enumerate(batch):
+                s, d = slice(w * rows, (w + 1) * rows), slice(i * rows, (i + 1) * rows)
+                dst.observations[d] = src.observations[s]
+                dst.final_observations[d] = src.final_observations[s]
+                dst.rewards[d] = src.rewards[s]
+                dst.terminals[d] = src.terminals[s]
+                dst.truncations[d] = src.truncations[s]
+                dst.masks[d] = src.masks[s]
+                self._batch_ids[d] = self._worker_ids[w]
+            return self._batch_result(infos)
+        self._batch_block = batch[0] // self.workers_per_batch
+        return self._block_result(self._batch_block, infos)
 
     # -- hand-off ----------------------------------------------------------------------------------
 
@@ -558,8 +486,7 @@ class Multiprocessing(VecEnv):
         self._state[w] = BUSY
         self._command[w] = command
         self._command_sems[w].release()
-        self._busy.append(w)
-        self._batches.dispatched(w)
+        self._dispatched(w)
 
     def _next_batch(self) -> list[int]:
         while True:
@@ -639,10 +566,6 @@ class Multiprocessing(VecEnv):
             if process.exitcode is not None:
                 self._fail(WorkerError(f"worker {w} (pid {process.pid}) {_exit_reason(process.exitcode)}; "
                                        f"it held envs {self._env_range(w)}. The vector env is closed."))
-
-    def _fail(self, error: WorkerError):
-        self.close()
-        raise error
 
     def _drain(self) -> None:
         """Waits until no worker is in flight (results are dropped)."""

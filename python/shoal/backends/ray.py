@@ -49,13 +49,11 @@ import weakref
 import numpy as np
 
 from ..buffers import Buffers
-from ..call_order import NEEDS_RESET
 from ..errors import APIUsageError, EnvError, WorkerError
 from ..native import NativeEnv, check_threads
 from ..seeding import check_seed, offset_seed
-from .batching import BatchSelector, take_infos
-from .base import VecEnv, agent_id_range
-from .serial import Serial, probe
+from .serial import Serial
+from .workers import WorkerBackend
 
 # How long the caller waits for actors to be placed and to build their envs before it gives up
 # (a cluster without free CPUs leaves actors pending forever).
@@ -286,12 +284,6 @@ class _Actors:
 # Caller side
 # ---------------------------------------------------------------------------------------------------
 
-def _check_bool(value, name: str) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise APIUsageError(f"{name} must be True or False, got {value!r}")
-    return bool(value)
-
-
 def _pickle_slice(creators, args, kwargs) -> bytes:
     """Creators, args and kwargs of one actor, pickled here so the actor can fix its path first."""
     import cloudpickle
@@ -306,7 +298,7 @@ def _is_native(creator) -> bool:
     return isinstance(creator, type) and issubclass(creator, NativeEnv)
 
 
-class Ray(VecEnv):
+class Ray(WorkerBackend):
     """Envs in ``num_workers`` Ray actors; results bit-identical, env by env, to Serial.
 
     ``worker_pids`` / ``worker_hosts``: process id and host name of each actor, in worker order.
@@ -319,20 +311,12 @@ class Ray(VecEnv):
     def __init__(self, env_creators, env_args, env_kwargs, num_envs: int, seed: int = 0,
                  num_workers=None, batch_size=None, zero_copy: bool = True, sync_traj: bool = True,
                  overwork: bool = False, ray_address: str | None = None, max_num_threads=None, **options):
-        from ..vector import worker_layout  # vector imports the backends; import it lazily
-
-        if options:
-            raise APIUsageError(f"invalid argument(s) {sorted(options)} for backend Ray; "
-                                f"valid: {sorted(self.options)}")
-        self.seed = check_seed(seed)
-        zero_copy = _check_bool(zero_copy, "zero_copy")
-        self.sync_traj = _check_bool(sync_traj, "sync_traj")
-        self.overwork = _check_bool(overwork, "overwork")
+        # Cores are the cluster's, checked once connected; worker_layout checks the rest now.
+        self._configure_workers(num_envs, seed, num_workers, batch_size, zero_copy, sync_traj, overwork, options,
+                                limit_to_cores=False)
         if ray_address is not None and (not isinstance(ray_address, str) or not ray_address.strip()):
             raise APIUsageError(f"ray_address must be a Ray cluster address such as '10.0.0.1:6379' or "
                                 f"'auto', or None to start a local Ray instance; got {ray_address!r}")
-        # Cores are the cluster's, checked once connected; worker_layout checks the rest now.
-        layout = worker_layout(num_envs, num_workers, batch_size, zero_copy, self.overwork, limit_to_cores=False)
         self.native = _is_native(env_creators[0])
         if self.native:
             from .multithreading import native_env_type
@@ -349,28 +333,13 @@ class Ray(VecEnv):
                                 f"actor thread. Got max_num_threads={max_num_threads!r} with "
                                 f"{getattr(env_creators[0], '__name__', env_creators[0])!r}")
         self.ray_address = ray_address
-        self.num_envs = num_envs
-        self.num_workers = layout.num_workers
-        self.batch_size = layout.batch_size
-        self.zero_copy = layout.zero_copy
-        self.envs_per_worker = layout.envs_per_worker
-        self.workers_per_batch = wpb = layout.workers_per_batch
 
         ray = self._ray = import_ray()
         from ray.exceptions import GetTimeoutError, RayActorError, RayError
         self._GetTimeoutError, self._RayActorError, self._RayError = GetTimeoutError, RayActorError, RayError
 
-        # The driver env tells spaces and agents per env; it stays in this process.
-        self.driver_env, _ = probe(env_creators[0], env_args[0], env_kwargs[0])
-        driver = self.driver_env
-        self.single_observation_space = driver.single_observation_space
-        self.single_action_space = driver.single_action_space
-        self.emulated = driver.emulated
-        self.agents_per_env = driver.num_agents
-        self.rows_per_worker = rows = driver.num_agents * self.envs_per_worker
-        self.num_agents = rows * self.num_workers
-        self.agents_per_batch = rows * wpb
-
+        self._probe_driver(env_creators[0], env_args[0], env_kwargs[0])
+        driver, rows = self.driver_env, self.rows_per_worker
         actors = self._actors = _Actors(ray)
         self._finalizer = weakref.finalize(self, actors.shutdown)
         try:
@@ -397,30 +366,9 @@ class Ray(VecEnv):
 
         self._layout = _BlockLayout(self.single_observation_space, self.single_action_space, rows)
         self.buf = Buffers.allocate(self.single_observation_space, self.single_action_space, self.num_agents)
-        self._worker_rows = [slice(w * rows, (w + 1) * rows) for w in range(self.num_workers)]
-        self._copy_mode = (not self.zero_copy) and 1 < wpb < self.num_workers
-        buf = self.buf
-        if self._copy_mode:
-            self._batch_buf = Buffers.allocate(self.single_observation_space, self.single_action_space,
-                                               self.agents_per_batch)
-            self._batch_ids = np.empty(self.agents_per_batch, dtype=np.int64)
-            self._worker_ids = [agent_id_range(r.start, r.stop) for r in self._worker_rows]
-        else:
-            # One tuple of views per block of workers_per_batch consecutive actors.
-            self._views = []
-            for b in range(self.num_workers // wpb):
-                r = slice(b * self.agents_per_batch, (b + 1) * self.agents_per_batch)
-                self._views.append((buf.observations[r], buf.rewards[r], buf.terminals[r], buf.truncations[r],
-                                    agent_id_range(r.start, r.stop), buf.masks[r], buf.final_observations[r]))
         self._refs: list = [None] * self.num_workers   # in-flight call of each actor
-        self._busy: list[int] = []      # dispatched, not completed (dispatch order)
-        self._batches = BatchSelector(self.num_workers, self.workers_per_batch, self.zero_copy, self.sync_traj)
         self._blocks: list = [None] * self.num_workers
-        self._worker_infos: list[list] = [[] for _ in range(self.num_workers)]
-        self._batch: list[int] = []
-        self.observations = buf.observations
-        self.final_observations = buf.final_observations
-        self._init_api()
+        self._init_batches()
 
     # -- construction helpers ----------------------------------------------------------------------
 
@@ -467,9 +415,6 @@ class Ray(VecEnv):
             self.worker_pids[w], self.worker_hosts[w], internal[w] = pid, host, count
         return internal
 
-    def _env_range(self, w: int) -> str:
-        return f"{w * self.envs_per_worker}..{(w + 1) * self.envs_per_worker - 1}"
-
     # -- the API -----------------------------------------------------------------------------------
 
     def async_reset(self, seed: int | None = None) -> None:
@@ -493,30 +438,16 @@ class Ray(VecEnv):
             self._dispatch(w, self._handles[w].step.remote(worker_actions))
 
     def recv(self):
-        self._order.recv()
-        try:
-            batch = self._next_batch()
-        except WorkerError:
-            raise
-        except EnvError:
-            self._order.state = NEEDS_RESET
-            raise
-        self._batch = batch
-        self.infos = infos = take_infos(self._worker_infos, batch)
+        batch, infos = self._take_batch()
         if self._copy_mode:
-            dst = self._batch_buf
             for i, w in enumerate(batch):
                 d = slice(i * self.rows_per_worker, (i + 1) * self.rows_per_worker)
-                self._unpack(w, dst, d)
+                self._unpack(w, self._batch_buf, d)
                 self._batch_ids[d] = self._worker_ids[w]
-            self.observations, self.final_observations = dst.observations, dst.final_observations
-            return (dst.observations, dst.rewards, dst.terminals, dst.truncations, infos, self._batch_ids,
-                    dst.masks)
+            return self._batch_result(infos)
         for w in batch:
             self._unpack(w, self.buf, self._worker_rows[w])
-        obs, rewards, terminals, truncations, ids, masks, final = self._views[batch[0] // self.workers_per_batch]
-        self.observations, self.final_observations = obs, final
-        return obs, rewards, terminals, truncations, infos, ids, masks
+        return self._block_result(batch[0] // self.workers_per_batch, infos)
 
     def _unpack(self, w: int, dst: Buffers, rows: slice) -> None:
         """Copies actor w's block (a read-only view of Ray's object store) into rows of dst."""
@@ -529,8 +460,7 @@ class Ray(VecEnv):
 
     def _dispatch(self, w: int, ref) -> None:
         self._refs[w] = ref
-        self._busy.append(w)
-        self._batches.dispatched(w)
+        self._dispatched(w)
 
     def _next_batch(self) -> list[int]:
         ray = self._ray
@@ -600,10 +530,6 @@ class Ray(VecEnv):
                 pass  # the step being dropped failed; the reset that follows is what the caller asked for
             self._busy.remove(w)
             self._refs[w] = None
-
-    def _fail(self, error: WorkerError):
-        self.close()
-        raise error
 
     def _close(self) -> None:
         self._finalizer()

@@ -1,0 +1,130 @@
+"""The caller side that Multiprocessing and Ray share: envs split over workers, batches of workers.
+
+Each worker runs a Serial slice of ``envs_per_worker`` envs. The subclass starts the workers, moves
+actions and results, and says when a worker completes; this base holds the layout, the spaces read
+off a driver env, the batch views (zero-copy blocks, or a batch buffer that results are copied into)
+and the recv prologue that turns an env error into "reset before stepping again".
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..buffers import Buffers
+from ..call_order import NEEDS_RESET
+from ..errors import APIUsageError, EnvError, WorkerError
+from ..seeding import check_seed
+from .base import VecEnv, agent_id_range
+from .batching import BatchSelector, take_infos
+from .serial import probe
+
+
+def check_bool(value, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise APIUsageError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+class WorkerBackend(VecEnv):
+    """Base of the backends whose envs live in ``num_workers`` workers (processes or actors)."""
+
+    def _configure_workers(self, num_envs: int, seed: int, num_workers, batch_size, zero_copy, sync_traj,
+                           overwork, options: dict, limit_to_cores: bool = True) -> None:
+        """Checks the common arguments and sets the worker layout attributes."""
+        from ..vector import worker_layout  # vector imports the backends; import it lazily
+
+        if options:
+            raise APIUsageError(f"invalid argument(s) {sorted(options)} for backend {type(self).__name__}; "
+                                f"valid: {sorted(self.options)}")
+        self.seed = check_seed(seed)
+        zero_copy = check_bool(zero_copy, "zero_copy")
+        self.sync_traj = check_bool(sync_traj, "sync_traj")
+        self.overwork = check_bool(overwork, "overwork")
+        layout = worker_layout(num_envs, num_workers, batch_size, zero_copy, self.overwork,
+                               limit_to_cores=limit_to_cores)
+        self.num_envs = num_envs
+        self.num_workers = layout.num_workers
+        self.batch_size = layout.batch_size
+        self.zero_copy = layout.zero_copy
+        self.envs_per_worker = layout.envs_per_worker
+        self.workers_per_batch = layout.workers_per_batch
+
+    def _probe_driver(self, creator, args, kwargs) -> None:
+        """Builds the driver env, which stays in this process and tells spaces and agents per env."""
+        self.driver_env, _ = probe(creator, args, kwargs)
+        driver = self.driver_env
+        self.single_observation_space = driver.single_observation_space
+        self.single_action_space = driver.single_action_space
+        self.emulated = driver.emulated
+        self.agents_per_env = driver.num_agents
+        self.rows_per_worker = driver.num_agents * self.envs_per_worker
+        self.num_agents = self.rows_per_worker * self.num_workers
+        self.agents_per_batch = self.rows_per_worker * self.workers_per_batch
+
+    def _init_batches(self) -> None:
+        """Batch views over ``self.buf`` (every worker's rows), then the API; after the workers start."""
+        rows, wpb, buf = self.rows_per_worker, self.workers_per_batch, self.buf
+        self._worker_rows = [slice(w * rows, (w + 1) * rows) for w in range(self.num_workers)]
+        # Batches of any ready workers that are not an aligned block are copied into a batch buffer.
+        self._copy_mode = (not self.zero_copy) and 1 < wpb < self.num_workers
+        if self._copy_mode:
+            self._batch_buf = Buffers.allocate(self.single_observation_space, self.single_action_space,
+                                               self.agents_per_batch)
+            self._batch_ids = np.empty(self.agents_per_batch, dtype=np.int64)
+            self._worker_ids = [agent_id_range(r.start, r.stop) for r in self._worker_rows]
+        else:
+            # One tuple of views per block of workers_per_batch consecutive workers.
+            self._views = []
+            for b in range(self.num_workers // wpb):
+                r = slice(b * self.agents_per_batch, (b + 1) * self.agents_per_batch)
+                self._views.append((buf.observations[r], buf.rewards[r], buf.terminals[r],
+                                    buf.truncations[r], agent_id_range(r.start, r.stop), buf.masks[r],
+                                    buf.final_observations[r], buf.actions[r]))
+        self._busy: list[int] = []      # dispatched, not completed (dispatch order)
+        self._batches = BatchSelector(self.num_workers, wpb, self.zero_copy, self.sync_traj)
+        self._worker_infos: list[list] = [[] for _ in range(self.num_workers)]
+        self._batch: list[int] = []
+        self.observations = buf.observations
+        self.final_observations = buf.final_observations
+        self._init_api()
+
+    def _env_range(self, w: int) -> str:
+        return f"{w * self.envs_per_worker}..{(w + 1) * self.envs_per_worker - 1}"
+
+    def _dispatched(self, w: int) -> None:
+        self._busy.append(w)
+        self._batches.dispatched(w)
+
+    def _take_batch(self) -> tuple[list[int], list]:
+        """recv's prologue: the next batch of workers and its infos. An env error leaves the vector
+        needing a reset; a dead worker has closed it."""
+        self._order.recv()
+        try:
+            batch = self._next_batch()
+        except WorkerError:
+            raise
+        except EnvError:
+            self._order.state = NEEDS_RESET
+            raise
+        self._batch = batch
+        self.infos = infos = take_infos(self._worker_infos, batch)
+        return batch, infos
+
+    def _batch_result(self, infos: list):
+        """The 7-tuple of recv for a batch already in the batch buffer (copy mode)."""
+        dst = self._batch_buf
+        self.observations, self.final_observations = dst.observations, dst.final_observations
+        return dst.observations, dst.rewards, dst.terminals, dst.truncations, infos, self._batch_ids, dst.masks
+
+    def _block_result(self, block: int, infos: list):
+        """The 7-tuple of recv for the aligned block of workers ``block`` (zero copy)."""
+        obs, rewards, terminals, truncations, ids, masks, final, _ = self._views[block]
+        self.observations, self.final_observations = obs, final
+        return obs, rewards, terminals, truncations, infos, ids, masks
+
+    def _next_batch(self) -> list[int]:
+        raise NotImplementedError
+
+    def _fail(self, error: WorkerError):
+        self.close()
+        raise error
