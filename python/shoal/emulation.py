@@ -329,7 +329,23 @@ def wrap(env, buf: Buffers | None = None, seed: int = 0) -> PufferEnv:
                         "gymnasium.Env, a PettingZoo ParallelEnv, or a shoal PufferEnv (native, not wrapped)")
 
 
-class GymnasiumPufferEnv(PufferEnv):
+class _EmulatedEnv(PufferEnv):
+    """A PufferEnv over a wrapped ``self.env``: rendering and closing go to that env (once)."""
+
+    env: Any
+    _closed = False
+
+    def render(self):
+        return self.env.render()
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self.env.close()
+        super().close()
+
+
+class GymnasiumPufferEnv(_EmulatedEnv):
     """A gymnasium.Env as a one-row PufferEnv (flattened observations, same-step autoreset)."""
 
     def __init__(self, env: gymnasium.Env, buf: Buffers | None = None, seed: int = 0):
@@ -417,15 +433,6 @@ class GymnasiumPufferEnv(PufferEnv):
         self.truncations[0] = truncated
         return self.observations, self.rewards, self.terminals, self.truncations, infos
 
-    def render(self):
-        return self.env.render()
-
-    def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            self.env.close()
-        super().close()
-
 
 def batchable(envs: list) -> bool:
     """True when :func:`step_box_rows` can step ``envs``: one-row gymnasium envs, Box observations."""
@@ -458,7 +465,7 @@ def step_box_rows(envs: list[GymnasiumPufferEnv], actions: np.ndarray, buf: Buff
     return infos
 
 
-class PettingZooPufferEnv(PufferEnv):
+class PettingZooPufferEnv(_EmulatedEnv):
     """A PettingZoo ParallelEnv as a PufferEnv with one row per possible agent (see the module doc)."""
 
     def __init__(self, env, buf: Buffers | None = None, seed: int = 0):
@@ -569,15 +576,6 @@ class PettingZooPufferEnv(PufferEnv):
             self._write_observations(observations)
             step_infos.extend(info for info in reset_infos.values() if info)
         return self.observations, self.rewards, self.terminals, self.truncations, step_infos
-
-    def render(self):
-        return self.env.render()
-
-    def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            self.env.close()
-        super().close()
 
 
 __all__ = ["wrap", "nativize", "ObservationLayout", "Leaf", "GymnasiumPufferEnv", "PettingZooPufferEnv"]
