@@ -6,15 +6,16 @@
 // waits for that buffer only. Overlaps env stepping with whatever the caller does meanwhile (a
 // policy's forward pass), with no Python and no lock on the hot path.
 //
-// A job is cut into chunks that every stepping thread claims from one counter: the driver and the
-// pool workers, and also the caller once it waits for that buffer. A caller that finished its
-// policy early steps the rest of the buffer instead of spinning, so the two sides balance
-// themselves whatever the ratio of policy to env cost. The driver publishes the job once every
-// chunk is done, its own and the caller's.
+// A job is cut into chunks that every stepping thread claims: the driver and the pool workers from
+// the front, and the caller from the back once it waits for that buffer while the driver is on it.
+// A caller that finished its policy early steps the rest of the buffer instead of spinning, so the
+// two sides balance themselves whatever the ratio of policy to env cost. The driver publishes the
+// job once every chunk is done, its own and the caller's.
 //
 // Rules: one submitting thread; a buffer is submitted again only after waiting for its previous
-// job; at most num_buffers jobs are in flight (submit() waits for room otherwise). Between a job's
-// completion and the next, only the driver touches the vector, so failures are collected there.
+// job; at most num_buffers jobs are in flight (submit() waits for room otherwise). Only the job the
+// driver is on (the oldest incomplete one) is ever stepped, so when the driver collects failures
+// after a job's chunks are done, nobody is stepping the vector.
 #pragma once
 
 #include <algorithm>
@@ -104,7 +105,9 @@ class Pipeline {
     uint64_t wait(size_t b, std::vector<std::string>& failures) {
         if (submitted_for_[b]) {
             const uint32_t target = last_job_[b] + 1;
-            if (!reached(target)) step_chunks(b, true);
+            // Help only with the job the driver is on: stepping a later one could race with the
+            // driver's failure collection for the current one.
+            if (completed_.load(std::memory_order_acquire) + 1 == target) step_chunks(b, true);
             const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
             while (!reached(target) && std::chrono::steady_clock::now() < spin_until) pause();
             sleep_until_completed(target);
