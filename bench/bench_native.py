@@ -114,11 +114,7 @@ def main() -> None:
         "T = threads stepping envs including the caller (max_num_threads); default = physical cores.",
         "spread = (max - min) / median over the repeats; ratios are medians over the T=0 median of the same group.",
     ])
-    print(table)
-    if args.markdown:
-        from pathlib import Path
-        Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.markdown).write_text(table)
+    benchmark.publish(table, args.markdown)
 
 
 if __name__ == "__main__":

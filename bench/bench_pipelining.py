@@ -16,7 +16,6 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import argparse  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -150,10 +149,7 @@ def main() -> None:
          "max(E, P) = E per batch and the synchronous loop E/s + P, where s is what 2 threads make of the "
          "env step inside this loop (the pool's worker may sleep through the policy and must be woken). "
          "The ceiling is 1 + 1/s: 1.5x if s = 2."])
-    print(table)
-    if args.markdown:
-        Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.markdown).write_text(table)
+    benchmark.publish(table, args.markdown)
 
 
 if __name__ == "__main__":

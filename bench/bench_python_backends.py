@@ -184,10 +184,7 @@ def main(argv=None) -> int:
             met = ("yes" if ratio >= target else "NO") if target else "-"
             lines.append(f"| {numerator} / {denominator} | {ratio:.2f}x | {goal} | {met} |")
     report = "\n".join(lines) + "\n"
-    print(report)
-    if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write(report)
+    benchmark.publish(report, args.markdown)
     return 0
 
 

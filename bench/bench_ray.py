@@ -91,11 +91,7 @@ def main(argv=None) -> int:
     table = benchmark.format_markdown("Ray backend vs same-machine backends", info, rows, headers, [
         "spread = (max - min) / median over the repeats; 'vs first row' = median / median of the group's "
         "first row.", ""] + notes)
-    print(table)
-    if args.markdown:
-        from pathlib import Path
-        Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.markdown).write_text(table)
+    benchmark.publish(table, args.markdown)
     return 0
 
 

@@ -22,12 +22,7 @@
 
 namespace py = pybind11;
 
-extern "C" {
-const shoal_env_spec* shoal_env_spec_cartpole(void);
-const shoal_env_spec* shoal_env_spec_squared(void);
-const shoal_env_spec* shoal_env_spec_grid(void);
-const shoal_env_spec* shoal_env_spec_deep(void);
-}
+#include "bundled_envs.h"
 
 namespace {
 

@@ -21,10 +21,8 @@
 
 #include "shoal/vec.hpp"
 
-extern "C" const shoal_env_spec* shoal_env_spec_cartpole(void);
-extern "C" const shoal_env_spec* shoal_env_spec_squared(void);
-extern "C" const shoal_env_spec* shoal_env_spec_grid(void);
-extern "C" const shoal_env_spec* shoal_env_spec_deep(void);
+#include "bundled_envs.h"
+#include "test_support.hpp"
 
 namespace {
 
@@ -50,24 +48,9 @@ enum class Split { kNone, kForward, kReverse, kThreads };
 class Run {
    public:
     Run(const shoal_env_spec& spec, size_t num_envs, const double* params, Split split)
-        : spec_(spec), num_envs_(num_envs), split_(split), rows_(num_envs * size_t(spec.num_agents)) {
-        obs_bytes_ = shoal::observation_size(spec) * shoal::dtype_size(spec.obs_dtype);
-        observations_.assign(rows_ * obs_bytes_, 0);
-        final_observations_.assign(rows_ * obs_bytes_, 0);
-        actions_.assign(rows_ * size_t(spec.action_dims), 0);
-        rewards_.assign(rows_, 0.0f);
-        terminals_.assign(rows_, 0);
-        truncations_.assign(rows_, 0);
-        masks_.assign(rows_, 0);
-        shoal::VecBuffers buffers;
-        buffers.observations = observations_.data();
-        buffers.final_observations = final_observations_.data();
-        buffers.actions = actions_.data();
-        buffers.rewards = rewards_.data();
-        buffers.terminals = terminals_.data();
-        buffers.truncations = truncations_.data();
-        buffers.masks = masks_.data();
-        vec_ = std::make_unique<shoal::NativeVec>(spec, num_envs, params, spec.max_episode_steps, buffers);
+        : spec_(spec), num_envs_(num_envs), split_(split), rows_(num_envs * size_t(spec.num_agents)),
+          storage_(spec, num_envs) {
+        vec_ = std::make_unique<shoal::NativeVec>(spec, num_envs, params, spec.max_episode_steps, storage_.buffers());
     }
 
     void reset(uint64_t seed) {
@@ -102,43 +85,33 @@ class Run {
 
     /// True if every output buffer of the rows [first, last) equals that of `other`.
     [[nodiscard]] bool same_rows(const Run& other, size_t first, size_t last) const {
-        const size_t n = last - first;
-        return std::memcmp(&observations_[first * obs_bytes_], &other.observations_[first * obs_bytes_],
-                           n * obs_bytes_) == 0 &&
-               std::memcmp(&final_observations_[first * obs_bytes_], &other.final_observations_[first * obs_bytes_],
-                           n * obs_bytes_) == 0 &&
-               std::memcmp(&rewards_[first], &other.rewards_[first], n * sizeof(float)) == 0 &&
-               std::memcmp(&terminals_[first], &other.terminals_[first], n) == 0 &&
-               std::memcmp(&truncations_[first], &other.truncations_[first], n) == 0 &&
-               std::memcmp(&masks_[first], &other.masks_[first], n) == 0;
+        const size_t obs_bytes = storage_.obs_bytes;
+        return storage_.same_rows(other.storage_, first, last) &&
+               std::memcmp(&storage_.final_observations[first * obs_bytes],
+                           &other.storage_.final_observations[first * obs_bytes], (last - first) * obs_bytes) == 0;
     }
     [[nodiscard]] bool same(const Run& other) const { return same_rows(other, 0, rows_); }
 
     [[nodiscard]] size_t rows() const { return rows_; }
     [[nodiscard]] shoal::NativeVec& vec() { return *vec_; }
-    [[nodiscard]] int32_t* actions() { return actions_.data(); }
-    [[nodiscard]] const unsigned char* observation(size_t row) const { return &observations_[row * obs_bytes_]; }
-    [[nodiscard]] const unsigned char* final_observation(size_t row) const {
-        return &final_observations_[row * obs_bytes_];
+    [[nodiscard]] int32_t* actions() { return reinterpret_cast<int32_t*>(storage_.actions.data()); }
+    [[nodiscard]] const unsigned char* observation(size_t row) const {
+        return &storage_.observations[row * storage_.obs_bytes];
     }
-    [[nodiscard]] float reward(size_t row) const { return rewards_[row]; }
-    [[nodiscard]] uint8_t terminal(size_t row) const { return terminals_[row]; }
-    [[nodiscard]] uint8_t truncation(size_t row) const { return truncations_[row]; }
-    [[nodiscard]] uint8_t mask(size_t row) const { return masks_[row]; }
+    [[nodiscard]] const unsigned char* final_observation(size_t row) const {
+        return &storage_.final_observations[row * storage_.obs_bytes];
+    }
+    [[nodiscard]] float reward(size_t row) const { return storage_.rewards[row]; }
+    [[nodiscard]] uint8_t terminal(size_t row) const { return storage_.terminals[row]; }
+    [[nodiscard]] uint8_t truncation(size_t row) const { return storage_.truncations[row]; }
+    [[nodiscard]] uint8_t mask(size_t row) const { return storage_.masks[row]; }
 
    private:
     const shoal_env_spec& spec_;
     size_t num_envs_;
     Split split_;
     size_t rows_;
-    size_t obs_bytes_ = 0;
-    std::vector<unsigned char> observations_;
-    std::vector<unsigned char> final_observations_;
-    std::vector<int32_t> actions_;
-    std::vector<float> rewards_;
-    std::vector<uint8_t> terminals_;
-    std::vector<uint8_t> truncations_;
-    std::vector<uint8_t> masks_;
+    shoal_test::Storage storage_;
     std::unique_ptr<shoal::NativeVec> vec_;
 };
 

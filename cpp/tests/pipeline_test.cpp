@@ -9,57 +9,14 @@
 
 #include "shoal/pipeline.hpp"
 
-extern "C" const shoal_env_spec* shoal_env_spec_cartpole(void);
-extern "C" const shoal_env_spec* shoal_env_spec_grid(void);
+#include "bundled_envs.h"
+#include "test_support.hpp"
 
 namespace {
 
-int failures = 0;
-
-void check(bool ok, const std::string& what) {
-    if (!ok) {
-        std::fprintf(stderr, "FAIL: %s\n", what.c_str());
-        ++failures;
-    }
-}
-
-struct Storage {
-    std::vector<unsigned char> obs, finals;
-    std::vector<int32_t> actions;
-    std::vector<float> rewards;
-    std::vector<uint8_t> terminals, truncations, masks;
-    size_t obs_bytes;
-
-    Storage(const shoal_env_spec& spec, size_t rows)
-        : obs(rows * shoal::observation_size(spec) * shoal::dtype_size(spec.obs_dtype)),
-          finals(obs.size()),
-          actions(rows),
-          rewards(rows),
-          terminals(rows),
-          truncations(rows),
-          masks(rows, 1),
-          obs_bytes(shoal::observation_size(spec) * shoal::dtype_size(spec.obs_dtype)) {}
-
-    shoal::VecBuffers buffers() {
-        shoal::VecBuffers b;
-        b.observations = obs.data();
-        b.final_observations = finals.data();
-        b.actions = actions.data();
-        b.rewards = rewards.data();
-        b.terminals = terminals.data();
-        b.truncations = truncations.data();
-        b.masks = masks.data();
-        return b;
-    }
-
-    bool same_rows(const Storage& o, size_t begin, size_t end) const {
-        return std::memcmp(&obs[begin * obs_bytes], &o.obs[begin * obs_bytes], (end - begin) * obs_bytes) == 0 &&
-               std::memcmp(&rewards[begin], &o.rewards[begin], (end - begin) * sizeof(float)) == 0 &&
-               std::memcmp(&terminals[begin], &o.terminals[begin], end - begin) == 0 &&
-               std::memcmp(&truncations[begin], &o.truncations[begin], end - begin) == 0 &&
-               std::memcmp(&masks[begin], &o.masks[begin], end - begin) == 0;
-    }
-};
+using shoal_test::check;
+using shoal_test::failures;
+using shoal_test::Storage;
 
 void busy_work(unsigned iterations) {
     volatile unsigned x = 0;
@@ -69,7 +26,7 @@ void busy_work(unsigned iterations) {
 void run(const shoal_env_spec& spec, size_t num_envs, size_t num_buffers, unsigned pool_threads, size_t rounds) {
     const size_t agents = size_t(spec.num_agents);
     const size_t rows = num_envs * agents;
-    Storage ref_storage(spec, rows), pipe_storage(spec, rows);
+    Storage ref_storage(spec, num_envs), pipe_storage(spec, num_envs);
     shoal::NativeVec reference(spec, num_envs, nullptr, spec.max_episode_steps, ref_storage.buffers());
     shoal::NativeVec pooled(spec, num_envs, nullptr, spec.max_episode_steps, pipe_storage.buffers());
     shoal::WorkerPool pool(pool_threads);
@@ -79,7 +36,7 @@ void run(const shoal_env_spec& spec, size_t num_envs, size_t num_buffers, unsign
                               " pool=" + std::to_string(pool_threads);
     uint64_t episodes_ref = 0, episodes_pipe = 0;  // must agree: the same steps ended the same episodes
     {
-        shoal::Pipeline pipeline(pooled, pool, num_buffers, reinterpret_cast<unsigned char*>(pipe_storage.actions.data()),
+        shoal::Pipeline pipeline(pooled, pool, num_buffers, pipe_storage.actions.data(),
                                  agents * 4);
         const size_t per = num_envs / num_buffers;
         std::mt19937 rng(7);
@@ -94,7 +51,7 @@ void run(const shoal_env_spec& spec, size_t num_envs, size_t num_buffers, unsign
                     return;
                 }
                 for (auto& a : actions) a = int32_t(rng() % uint32_t(spec.action_nvec[0]));
-                std::memcpy(&ref_storage.actions[b * per * agents], actions.data(), actions.size() * 4);
+                std::memcpy(&ref_storage.actions[b * per * agents * 4], actions.data(), actions.size() * 4);
                 episodes_ref += reference.step_range(b * per, (b + 1) * per);
                 pipeline.submit(b, reinterpret_cast<const unsigned char*>(actions.data()));
                 busy_work(2000);  // the caller's "policy" overlaps the driver's stepping
@@ -110,12 +67,12 @@ void run(const shoal_env_spec& spec, size_t num_envs, size_t num_buffers, unsign
 
 void destroy_in_flight(unsigned pool_threads) {
     const shoal_env_spec& spec = *shoal_env_spec_cartpole();
-    Storage storage(spec, 256);
+    Storage storage(spec, 256);  // cartpole: one agent per env
     shoal::NativeVec vec(spec, 256, nullptr, spec.max_episode_steps, storage.buffers());
     shoal::WorkerPool pool(pool_threads);
     vec.reset_range(0, 256, 1);
     for (int i = 0; i < 50; ++i) {
-        shoal::Pipeline pipeline(vec, pool, 4, reinterpret_cast<unsigned char*>(storage.actions.data()), 4);
+        shoal::Pipeline pipeline(vec, pool, 4, storage.actions.data(), 4);
         std::vector<int32_t> actions(64, 1);
         for (size_t b = 0; b < 4; ++b) pipeline.submit(b, reinterpret_cast<const unsigned char*>(actions.data()));
         // Destroyed here with up to four steps in flight: must drain and join, not hang or race.

@@ -14,65 +14,14 @@
 #include "shoal/pool.hpp"
 #include "shoal/vec.hpp"
 
-extern "C" {
-const shoal_env_spec* shoal_env_spec_cartpole(void);
-const shoal_env_spec* shoal_env_spec_squared(void);
-const shoal_env_spec* shoal_env_spec_grid(void);
-const shoal_env_spec* shoal_env_spec_deep(void);
-}
+#include "bundled_envs.h"
+#include "test_support.hpp"
 
 namespace {
 
-int failures = 0;
-
-void check(bool ok, const std::string& what) {
-    if (!ok) {
-        std::fprintf(stderr, "FAIL: %s\n", what.c_str());
-        ++failures;
-    }
-}
-
-/// Buffers of one vector, owned here.
-struct Storage {
-    std::vector<unsigned char> observations, final_observations, actions;
-    std::vector<float> rewards;
-    std::vector<uint8_t> terminals, truncations, masks;
-
-    Storage(const shoal_env_spec& spec, size_t num_envs) {
-        const size_t rows = num_envs * size_t(spec.num_agents);
-        const size_t obs = shoal::observation_size(spec) * shoal::dtype_size(spec.obs_dtype);
-        observations.assign(rows * obs, 0);
-        final_observations.assign(rows * obs, 0);
-        actions.assign(rows * size_t(spec.action_dims) * 4, 0);
-        rewards.assign(rows, 0);
-        terminals.assign(rows, 0);
-        truncations.assign(rows, 0);
-        masks.assign(rows, 1);
-    }
-
-    shoal::VecBuffers buffers() {
-        shoal::VecBuffers b;
-        b.observations = observations.data();
-        b.final_observations = final_observations.data();
-        b.actions = actions.data();
-        b.rewards = rewards.data();
-        b.terminals = terminals.data();
-        b.truncations = truncations.data();
-        b.masks = masks.data();
-        return b;
-    }
-
-    bool same(const Storage& o, std::string& which) const {
-        if (observations != o.observations) return which = "observations", false;
-        if (rewards != o.rewards) return which = "rewards", false;
-        if (terminals != o.terminals) return which = "terminals", false;
-        if (truncations != o.truncations) return which = "truncations", false;
-        if (masks != o.masks) return which = "masks", false;
-        // Final observations are only meaningful on rows that ended, but both sides write the same rows.
-        if (final_observations != o.final_observations) return which = "final_observations", false;
-        return true;
-    }
-};
+using shoal_test::check;
+using shoal_test::failures;
+using shoal_test::Storage;
 
 void fill_actions(const shoal_env_spec& spec, Storage& storage, std::mt19937& rng) {
     const size_t count = storage.actions.size() / 4;

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -145,6 +146,15 @@ def format_markdown(title: str, info: dict, rows: list[list], headers: list[str]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
     lines += [""] + [f"{n}" for n in notes]
     return "\n".join(lines) + "\n"
+
+
+def publish(report: str, markdown_path: str | None) -> None:
+    """Prints a report and, if a path is given, writes it there (creating the folder)."""
+    print(report)
+    if markdown_path:
+        path = Path(markdown_path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(report)
 
 
 def case_row(case: Case, baseline: Case | None = None) -> list:

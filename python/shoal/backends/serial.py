@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..buffers import Buffers
@@ -79,11 +81,11 @@ class Serial(VecEnv):
         self.env_offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(int).tolist()
         self.agent_ids = agent_id_range(0, self.num_agents)
         self.observations, self.final_observations = buf.observations, buf.final_observations
-        self._batched_envs = None
+        self._step_batched = None  # steps every env and writes the buffers, when the envs allow it
         if not native:
             from .. import emulation
             if emulation.batchable(self.envs):
-                self._batched_envs = self.envs
+                self._step_batched = functools.partial(emulation.step_box_rows, self.envs)
         self._init_api()
 
     def async_reset(self, seed: int | None = None) -> None:
@@ -99,9 +101,8 @@ class Serial(VecEnv):
         actions = self._check_actions(actions)
         self._order.send()
         np.copyto(self.buf.actions, actions, casting="unsafe")
-        if self._batched_envs is not None:
-            from ..emulation import step_box_rows
-            self.infos = step_box_rows(self._batched_envs, self.buf.actions, self.buf)
+        if self._step_batched is not None:
+            self.infos = self._step_batched(self.buf.actions, self.buf)
             return
         infos = []
         actions = self.buf.actions
