@@ -121,9 +121,9 @@ def cpu_model() -> str:
 
 def system_info(extra: dict | None = None) -> dict:
     import gymnasium
-    import psutil
 
     import shoal
+    from shoal import _native
     info = {
         "shoal": shoal.__version__,
         "python": platform.python_version(),
@@ -131,8 +131,8 @@ def system_info(extra: dict | None = None) -> dict:
         "gymnasium": gymnasium.__version__,
         "os": f"{platform.system()} {platform.release()}",
         "cpu": cpu_model(),
-        "physical cores": psutil.cpu_count(logical=False),
-        "logical cpus": psutil.cpu_count(),
+        "physical cores": _native.physical_cores(),
+        "logical cpus": os.cpu_count(),
         "load average (1 min) at start": f"{os.getloadavg()[0]:.2f}",
     }
     info.update(extra or {})

@@ -33,8 +33,18 @@ class Buffers:
     @classmethod
     def allocate(cls, observation_space: spaces.Box, action_space: spaces.Space, rows: int,
                  allocator: Allocator = zeros) -> "Buffers":
+        """Buffers of ``rows`` rows from ``allocator``, every mask True."""
+        buf = cls.from_allocator(observation_space, action_space, rows, allocator)
+        buf.masks[:] = True
+        return buf
+
+    @classmethod
+    def from_allocator(cls, observation_space: spaces.Box, action_space: spaces.Space, rows: int,
+                       allocator: Allocator) -> "Buffers":
+        """The arrays ``allocator`` hands out, one call per field in field order, left as they are
+        (so an allocator that carves existing memory gives views of it, read-only memory included)."""
         obs_shape = (rows, *observation_space.shape)
-        buf = cls(
+        return cls(
             observations=allocator(obs_shape, np.dtype(observation_space.dtype)),
             final_observations=allocator(obs_shape, np.dtype(observation_space.dtype)),
             actions=allocator((rows, *action_shape(action_space)), action_dtype(action_space)),
@@ -43,8 +53,6 @@ class Buffers:
             truncations=allocator((rows,), np.dtype(bool)),
             masks=allocator((rows,), np.dtype(bool)),
         )
-        buf.masks[:] = True
-        return buf
 
     def rows(self, start: int, end: int) -> "Buffers":
         """Views of rows [start, end)."""

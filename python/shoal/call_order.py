@@ -44,6 +44,11 @@ class CallOrder:
             raise APIUsageError(f"{self.owner}: recv() called twice; call send(actions) between recv() calls")
         self.state = READY_TO_SEND
 
+    def failed(self) -> None:
+        """Env code failed mid-call: what the buffers hold is not a result, so only reset() is legal."""
+        if self.state != CLOSED:
+            self.state = NEEDS_RESET
+
     def close(self) -> None:
         self.state = CLOSED
 

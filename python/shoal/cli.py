@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import sys
 import time
 
 import numpy as np
 
-from . import __version__
+from . import __version__, _native
 from .benchmark import cpu_model, random_actions
 from .config import ConfigError, load, make_from_config
 from .errors import APIUsageError, EnvError
@@ -33,15 +34,14 @@ def split_overrides(extra: list[str]) -> dict[str, str]:
 
 
 def describe_vecenv(vecenv) -> dict:
-    import psutil
     desc = {"backend": type(vecenv).__name__, "num_envs": vecenv.num_envs,
             "agents_per_batch": vecenv.agents_per_batch}
     for attr in ("max_num_threads", "num_workers", "batch_size", "start_method", "schedule"):
         if hasattr(vecenv, attr):
             desc[attr] = getattr(vecenv, attr)
     desc.update(shoal=__version__, python=platform.python_version(), numpy=np.__version__,
-                cpu=cpu_model(), physical_cores=psutil.cpu_count(logical=False),
-                logical_cpus=psutil.cpu_count())
+                cpu=cpu_model(), physical_cores=_native.physical_cores(),
+                logical_cpus=os.cpu_count())
     return desc
 
 
@@ -122,11 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=cmd_run)
     envs = sub.add_parser("envs", help="list the bundled native envs with spaces and parameters")
     envs.set_defaults(func=cmd_envs)
-    try:
-        from . import tuning
-        tuning.add_commands(sub)
-    except ImportError:
-        pass
+    from . import tuning
+    tuning.add_commands(sub)
     return parser
 
 

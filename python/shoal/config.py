@@ -22,7 +22,11 @@ import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .backends.multiprocessing import START_METHODS
+from .backends.registry import backend_names, backend_options, canonical_name
 from .errors import APIUsageError
+from .native import SCHEDULES, is_native_env
+
 
 def _default_config() -> Path:
     # The repository's config.ini, installed beside the compiled module (see CMakeLists.txt).
@@ -69,11 +73,10 @@ def _choice(*choices: str):
 
 
 def _backend(text: str) -> str:
-    from .vector import backend_names
-    names = {name.lower(): name for name in backend_names()}
-    if text.lower() not in names:
-        raise ValueError(" | ".join(backend_names()))
-    return names[text.lower()]
+    try:
+        return canonical_name(text)
+    except APIUsageError:
+        raise ValueError(" | ".join(backend_names())) from None
 
 
 VEC_KEYS = {
@@ -85,9 +88,9 @@ VEC_KEYS = {
     "zero_copy": _bool,
     "sync_traj": _bool,
     "overwork": _bool,
-    "start_method": _choice("fork", "spawn", "forkserver"),
+    "start_method": _choice(*START_METHODS),
     "max_num_threads": _int(0, auto=True),
-    "schedule": _choice("static", "dynamic"),
+    "schedule": _choice(*SCHEDULES),
     "pin_threads": _bool,
     "ray_address": str,
 }
@@ -120,9 +123,7 @@ class Config:
 
     def effective_vec(self) -> dict:
         """The [vec] keys the configured backend takes (others are kept for other backends)."""
-        from .vector import resolve_backend
-        backend = resolve_backend(self.vec.get("backend", "Serial"))
-        accepted = set(getattr(backend, "options", ())) | {"backend", "num_envs", "seed"}
+        accepted = set(backend_options(self.vec.get("backend", "Serial"))) | {"backend", "num_envs", "seed"}
         # "auto" leaves the choice to the backend's default.
         return {k: v for k, v in self.vec.items() if k in accepted and v != "auto"}
 
@@ -199,7 +200,6 @@ def resolve_env(config: Config):
 
 def make_from_config(config: Config | str | Path | None = None, overrides: dict[str, str] | None = None):
     """Builds the vector env a config describes."""
-    from .native import NativeEnv
     from .vector import make
 
     if not isinstance(config, Config):
@@ -209,7 +209,7 @@ def make_from_config(config: Config | str | Path | None = None, overrides: dict[
     env_kwargs = dict(config.env_kwargs)
     backend = vec.pop("backend", "Serial")
     num_envs = vec.pop("num_envs", 1)
-    if backend == "PufferEnv" and isinstance(creator, type) and issubclass(creator, NativeEnv):
+    if backend == "PufferEnv" and is_native_env(creator):
         env_kwargs["num_envs"] = num_envs  # one native object holding every env
         num_envs = 1
     try:

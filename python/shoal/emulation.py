@@ -64,9 +64,10 @@ from gymnasium import spaces
 from .buffers import Buffers
 from .default_wrappers import StepFunction, default_stack
 from .errors import APIUsageError
+from .optional import optional_module
 from .pufferenv import PufferEnv
 from .seeding import check_seed, env_seed
-from .spaces import ACTION_SPACES
+from .spaces import check_action_space
 
 LEAF_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
 
@@ -273,16 +274,6 @@ def nativize(flat_batch, layout: ObservationLayout) -> Any:
 # Actions
 # ---------------------------------------------------------------------------------------------------
 
-def _check_action_space(space, owner: str) -> None:
-    if not isinstance(space, ACTION_SPACES):
-        raise APIUsageError(f"{owner}: action space {space} is not supported; shoal emulates Discrete, "
-                            "MultiDiscrete and Box action spaces")
-    if isinstance(space, spaces.Discrete) and space.start != 0:
-        raise APIUsageError(f"{owner}: Discrete action spaces must start at 0, got start={space.start}")
-    if isinstance(space, spaces.MultiDiscrete) and np.any(space.start != 0):
-        raise APIUsageError(f"{owner}: MultiDiscrete action spaces must start at 0, got start={space.start}")
-
-
 def _array_action(space) -> Callable[[np.ndarray], np.ndarray]:
     """Converter of one action row to a fresh array of the space's dtype (MultiDiscrete, Box)."""
     dtype = np.dtype(space.dtype)
@@ -297,19 +288,13 @@ def _array_action(space) -> Callable[[np.ndarray], np.ndarray]:
 # ---------------------------------------------------------------------------------------------------
 
 def _is_aec_env(env) -> bool:
-    try:
-        from pettingzoo import AECEnv
-    except ImportError:
-        return hasattr(env, "agent_selection")
-    return isinstance(env, AECEnv) or hasattr(env, "agent_selection")
+    pettingzoo = optional_module("pettingzoo")
+    return (pettingzoo is not None and isinstance(env, pettingzoo.AECEnv)) or hasattr(env, "agent_selection")
 
 
 def _is_parallel_env(env) -> bool:
-    try:
-        from pettingzoo import ParallelEnv
-    except ImportError:
-        ParallelEnv = None  # only duck typing below
-    if ParallelEnv is not None and isinstance(env, ParallelEnv):
+    pettingzoo = optional_module("pettingzoo")
+    if pettingzoo is not None and isinstance(env, pettingzoo.ParallelEnv):
         return True
     return (not _is_aec_env(env) and hasattr(env, "possible_agents")
             and callable(getattr(env, "observation_space", None)))
@@ -351,7 +336,7 @@ class GymnasiumPufferEnv(_EmulatedEnv):
     def __init__(self, env: gymnasium.Env, buf: Buffers | None = None, seed: int = 0):
         self.env = env
         owner = type(env).__name__
-        _check_action_space(env.action_space, owner)
+        check_action_space(env.action_space, owner)
         self.emulated = ObservationLayout(env.observation_space)
         self.single_observation_space = self.emulated.flat_space
         self.single_action_space = env.action_space
@@ -434,6 +419,14 @@ class GymnasiumPufferEnv(_EmulatedEnv):
         return self.observations, self.rewards, self.terminals, self.truncations, infos
 
 
+class BatchStepError(Exception):
+    """Env ``index`` of a :func:`step_box_rows` batch raised the exception that is this one's cause."""
+
+    def __init__(self, index: int):
+        super().__init__(f"env {index} of the batch raised")
+        self.index = index
+
+
 def batchable(envs: list) -> bool:
     """True when :func:`step_box_rows` can step ``envs``: one-row gymnasium envs, Box observations."""
     return bool(envs) and all(type(env) is GymnasiumPufferEnv and env.emulated.is_box for env in envs)
@@ -444,20 +437,24 @@ def step_box_rows(envs: list[GymnasiumPufferEnv], actions: np.ndarray, buf: Buff
 
     Same arrays as stepping every env with :meth:`GymnasiumPufferEnv.step`, but one numpy write per
     column per batch instead of four per env, which is most of the emulation's per-step overhead.
-    Returns the batch's infos.
+    Returns the batch's infos; an env that raises is named by a :class:`BatchStepError`.
     """
     observations, rewards, terminals, truncations, infos = [], [], [], [], []
     # Bound once: this loop runs once per env step.
     add_observation, add_reward = observations.append, rewards.append
     add_terminal, add_truncation = terminals.append, truncations.append
-    for env, action in zip(envs, actions):
-        observation, reward, terminated, truncated, env_infos = env.transition(action)
-        add_observation(observation)
-        add_reward(reward)
-        add_terminal(terminated)
-        add_truncation(truncated)
-        if env_infos:
-            infos.extend(env_infos)
+    index = 0
+    try:
+        for index, (env, action) in enumerate(zip(envs, actions)):
+            observation, reward, terminated, truncated, env_infos = env.transition(action)
+            add_observation(observation)
+            add_reward(reward)
+            add_terminal(terminated)
+            add_truncation(truncated)
+            if env_infos:
+                infos.extend(env_infos)
+    except Exception as exc:
+        raise BatchStepError(index) from exc
     buf.observations[...] = observations
     buf.rewards[...] = rewards
     buf.terminals[...] = terminals
@@ -486,7 +483,7 @@ class PettingZooPufferEnv(_EmulatedEnv):
             if env.action_space(agent) != action_space:
                 raise APIUsageError(f"{owner}: agent {agent!r} has action space {env.action_space(agent)} but "
                                     f"{agents[0]!r} has {action_space}; all agents must share one")
-        _check_action_space(action_space, owner)
+        check_action_space(action_space, owner)
         self.possible_agents = agents
         self.emulated = ObservationLayout(observation_space)
         self.single_observation_space = self.emulated.flat_space

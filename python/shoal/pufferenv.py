@@ -9,6 +9,7 @@ from .buffers import Buffers
 from .call_order import CallOrder
 from .errors import APIUsageError
 from .spaces import ActionChecker, joint_space
+from .validation import is_integer
 
 
 class PufferEnv:
@@ -37,7 +38,7 @@ class PufferEnv:
         if not isinstance(self.single_observation_space, spaces.Box):
             raise APIUsageError(f"{type(self).__name__}.single_observation_space must be a Box, "
                                 f"got {type(self.single_observation_space).__name__}")
-        if not isinstance(self.num_agents, (int, np.integer)) or self.num_agents < 1:
+        if not is_integer(self.num_agents) or self.num_agents < 1:
             raise APIUsageError(f"{type(self).__name__}.num_agents must be a positive int, got {self.num_agents!r}")
         self._check_actions = ActionChecker(self.single_action_space, self.num_agents)
         self.observation_space = joint_space(self.single_observation_space, self.num_agents)
@@ -67,6 +68,15 @@ class PufferEnv:
     @property
     def driver_env(self) -> "PufferEnv":
         return self
+
+    @property
+    def local_envs(self) -> list:
+        """The env objects in this process that hold the rows: this one."""
+        return [self]
+
+    @property
+    def closed(self) -> bool:
+        return self._order.closed
 
     def reset(self, seed: int | None = None):
         raise NotImplementedError

@@ -9,9 +9,8 @@ thread count gives each env the same seed.
 
 from __future__ import annotations
 
-import numbers
-
 from .errors import APIUsageError
+from .validation import is_integer
 
 MASK64 = (1 << 64) - 1
 GOLDEN_GAMMA = 0x9E3779B97F4A7C15
@@ -37,7 +36,7 @@ def offset_seed(seed: int, offset: int) -> int:
 
 def check_seed(seed, name: str = "seed") -> int:
     """Validates a user seed: a non-negative integer (numpy integers accepted)."""
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+    if not is_integer(seed):
         raise APIUsageError(f"{name} must be a non-negative integer, got {seed!r} ({type(seed).__name__})")
     seed = int(seed)
     if seed < 0 or seed > MASK64:

@@ -10,14 +10,21 @@ from .errors import APIUsageError
 ACTION_SPACES = (spaces.Discrete, spaces.MultiDiscrete, spaces.Box)
 
 
+def check_action_space(space: spaces.Space, owner: str = "") -> None:
+    """The rules every action space obeys: Discrete, MultiDiscrete or Box, integer actions from 0."""
+    prefix = f"{owner}: " if owner else ""
+    if not isinstance(space, ACTION_SPACES):
+        raise APIUsageError(f"{prefix}action space must be Discrete, MultiDiscrete or Box, got {space}")
+    if isinstance(space, spaces.Discrete) and space.start != 0:
+        raise APIUsageError(f"{prefix}Discrete action spaces must start at 0, got start={space.start}")
+    if isinstance(space, spaces.MultiDiscrete) and np.any(space.start != 0):
+        raise APIUsageError(f"{prefix}MultiDiscrete action spaces must start at 0, got start={space.start}")
+
+
 def action_dtype(space: spaces.Space) -> np.dtype:
     """dtype of the action buffer: int32 for (Multi)Discrete, float32 for Box."""
-    if isinstance(space, (spaces.Discrete, spaces.MultiDiscrete)):
-        return np.dtype(np.int32)
-    if isinstance(space, spaces.Box):
-        return np.dtype(np.float32)
-    raise APIUsageError(
-        f"action space must be Discrete, MultiDiscrete or Box, got {type(space).__name__}")
+    check_action_space(space)
+    return np.dtype(np.float32) if isinstance(space, spaces.Box) else np.dtype(np.int32)
 
 
 def action_shape(space: spaces.Space) -> tuple:
@@ -46,20 +53,14 @@ class ActionChecker:
     """
 
     def __init__(self, space: spaces.Space, rows: int):
-        if not isinstance(space, ACTION_SPACES):
-            raise APIUsageError(
-                f"action space must be Discrete, MultiDiscrete or Box, got {type(space).__name__}")
+        check_action_space(space)
         self.space = space
         self.shape = (rows, *action_shape(space))
         self.dtype = action_dtype(space)
         self.scalar_bound = isinstance(space, spaces.Discrete)
         if isinstance(space, spaces.Discrete):
-            if space.start != 0:
-                raise APIUsageError(f"Discrete action spaces must start at 0, got start={space.start}")
             self.upper = int(space.n)
         elif isinstance(space, spaces.MultiDiscrete):
-            if np.any(space.start != 0):
-                raise APIUsageError("MultiDiscrete action spaces must start at 0")
             self.upper = space.nvec.astype(np.int64)
         else:
             self.low = space.low.astype(np.float64)

@@ -8,17 +8,12 @@ import sys
 import time
 from pathlib import Path
 
-import psutil
-
-from . import benchmark
+from . import _native, benchmark
 from .benchmark import Case
 from .config import Config, load, resolve_env
-from .native import NativeEnv
+from .native import is_native_env
+from .optional import optional_module
 from .vector import make
-
-
-def is_native(creator) -> bool:
-    return isinstance(creator, type) and issubclass(creator, NativeEnv)
 
 
 def _builder(creator, env_kwargs: dict, backend: str, num_envs: int, seed: int, **options):
@@ -31,11 +26,11 @@ def _builder(creator, env_kwargs: dict, backend: str, num_envs: int, seed: int, 
 def candidate_configs(config: Config, thorough: bool) -> list[tuple[str, dict]]:
     """(label, [vec] settings) pairs applicable to the configured env."""
     creator = resolve_env(config)
-    cores = psutil.cpu_count(logical=False) or 1
+    cores = _native.physical_cores()
     num_envs = config.vec.get("num_envs", 1)
     out = []
     sizes = sorted({max(1, num_envs // 2), num_envs, num_envs * 2}) if thorough else [num_envs]
-    if is_native(creator):
+    if is_native_env(creator):
         for n in sizes:
             for threads in range(0, cores + 1):
                 out.append((f"Multithreading n={n} T={threads}",
@@ -83,16 +78,12 @@ def peer_cases(config: Config, seconds: float) -> list[Case]:
     peers = []
     n = config.vec.get("num_envs", 1)
     creator = resolve_env(config)
-    if not is_native(creator):
+    if not is_native_env(creator):
         import gymnasium
         if n <= 256:
             peers.append(("gymnasium SyncVectorEnv", lambda: _GymnasiumAdapter(gymnasium.vector.SyncVectorEnv([creator] * n))))
-    elif config.env_name == "cartpole":
-        try:
-            import envpool  # noqa: F401
-            peers.append(("EnvPool CartPole-v1", lambda: _EnvPoolAdapter(n)))
-        except ImportError:
-            pass
+    elif config.env_name == "cartpole" and optional_module("envpool") is not None:
+        peers.append(("EnvPool CartPole-v1", lambda: _EnvPoolAdapter(n)))
     return [_calibrated_case(label, build, seconds) for label, build in peers]
 
 
@@ -120,19 +111,19 @@ class _GymnasiumAdapter:
 class _EnvPoolAdapter(_GymnasiumAdapter):
     def __init__(self, num_envs: int):
         import envpool
-        threads = psutil.cpu_count(logical=False) or 1
+        threads = _native.physical_cores()
         super().__init__(envpool.make("CartPole-v1", env_type="gymnasium", num_envs=num_envs,
                                       batch_size=num_envs, num_threads=threads, seed=0))
         self.agents_per_batch = num_envs
 
 
 def write_plot(cases: list[Case], path: Path) -> bool:
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    matplotlib = optional_module("matplotlib")
+    if matplotlib is None:
         return False
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots(figsize=(9, 0.45 * len(cases) + 1.5))
     names = [c.name for c in cases]
     medians = [c.median for c in cases]

@@ -9,12 +9,11 @@ import numpy as np
 
 from ..emulation import ObservationLayout
 from ..errors import APIUsageError
-from ..pufferenv import PufferEnv
 from ..seeding import check_seed, env_seed
 
 #: attributes every shoal vector env has and the adapters read
-REQUIRED = ("reset", "step", "close", "single_observation_space", "single_action_space", "num_envs",
-            "num_agents", "agents_per_batch", "final_observations")
+REQUIRED = ("reset", "step", "close", "closed", "single_observation_space", "single_action_space", "num_envs",
+            "num_agents", "agents_per_batch", "final_observations", "driver_env", "local_envs")
 
 
 def check_vecenv(vecenv, adapter: str) -> None:
@@ -23,7 +22,7 @@ def check_vecenv(vecenv, adapter: str) -> None:
     if missing:
         raise APIUsageError(f"{adapter} wraps a shoal vector env (shoal.vector.make(...)); "
                             f"{type(vecenv).__name__} has no {missing}")
-    if getattr(vecenv, "closed", False):
+    if vecenv.closed:
         raise APIUsageError(f"{adapter}: the vector env is closed")
     if vecenv.agents_per_batch != vecenv.num_agents:
         raise APIUsageError(
@@ -123,20 +122,13 @@ class RowEnvs:
 
     def __init__(self, vecenv):
         self.vecenv = vecenv
-        envs = getattr(vecenv, "envs", None)
-        self.per_env = rows_per_env(vecenv)
-        if isinstance(vecenv, PufferEnv):
-            self.objects, self.local = [vecenv], True
-        elif isinstance(envs, list) and envs and all(isinstance(env, PufferEnv) for env in envs):
-            self.objects, self.local = [getattr(env, "env", env) for env in envs], True
-            self.per_env = max(1, vecenv.num_agents // len(envs))
-        elif getattr(vecenv, "env", None) is not None and vecenv.env is getattr(vecenv, "driver_env", None):
-            self.objects, self.local = [vecenv.env], True
-            self.per_env = vecenv.num_agents
-        else:
-            driver = getattr(vecenv, "driver_env", None)
-            self.objects, self.local = [getattr(driver, "env", driver)], False
-            self.per_env = vecenv.num_agents
+        envs = vecenv.local_envs
+        self.local = bool(envs)
+        if not envs:
+            envs = [vecenv.driver_env]
+        # Emulated envs are reached through the Gymnasium/PettingZoo env they wrap.
+        self.objects = [env.env if env.emulated is not None else env for env in envs]
+        self.per_env = max(1, vecenv.num_agents // len(envs))
 
     def indices(self, indices) -> list[int]:
         """Row indices of ``None`` (all), an int, or an iterable of ints."""

@@ -38,6 +38,12 @@ class VecEnv:
         return observations, rewards, terminals, truncations, infos
 
     @property
+    def local_envs(self) -> list | None:
+        """The env objects in this process that hold the rows, in row order (each holding an equal
+        share), or None when the envs live elsewhere (worker processes, actors)."""
+        return None
+
+    @property
     def closed(self) -> bool:
         return self._order.closed
 

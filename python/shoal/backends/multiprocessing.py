@@ -30,6 +30,7 @@ of workers returned as views (``zero_copy=True``); the first ready workers copie
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import multiprocessing
 import multiprocessing.connection
@@ -38,18 +39,17 @@ import pickle
 import signal
 import sys
 import time
-import traceback
 import weakref
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..buffers import Buffers
-from ..call_order import NEEDS_RESET
-from ..errors import APIUsageError, EnvError, WorkerError
-from ..seeding import check_seed, offset_seed
-from .serial import Serial
-from .workers import WorkerBackend
+from ..errors import APIUsageError, WorkerError
+from .workers.blocks import block_buffers
+from .workers.caller import WorkerBackend
+from .workers.messages import Failure
+from .workers.runner import EnvShape, python_slice
 
 # state[w]: written BUSY by the caller when it dispatches, IDLE, INFOS or MESSAGE by the worker when done.
 IDLE, BUSY, INFOS, MESSAGE = 0, 1, 2, 3
@@ -75,29 +75,6 @@ CLOSE_TIMEOUT_S = 2.0
 
 _sched_yield = getattr(os, "sched_yield", None) or (lambda: time.sleep(0))
 
-ALIGN = 64  # bytes; every shared array starts on its own cache line
-
-
-class _Carver:
-    """Allocator for Buffers.allocate that cuts consecutive, aligned arrays out of one byte array.
-
-    With ``memory=None`` it only measures (returns private arrays); the caller and every worker run
-    the same sequence of allocations, so they agree on every offset.
-    """
-
-    def __init__(self, memory: np.ndarray | None):
-        self.memory = memory
-        self.offset = 0
-
-    def __call__(self, shape: tuple, dtype) -> np.ndarray:
-        dtype = np.dtype(dtype)
-        start = -(-self.offset // ALIGN) * ALIGN
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-        self.offset = start + nbytes
-        if self.memory is None:
-            return np.empty(shape, dtype)
-        return self.memory[start:start + nbytes].view(dtype).reshape(shape)
-
 
 @dataclass
 class _Shared:
@@ -106,23 +83,21 @@ class _Shared:
     buf: Buffers
     state: np.ndarray    # uint8[num_workers]
     command: np.ndarray  # uint8[num_workers]
-    seeds: np.ndarray    # uint64[num_workers], the Serial seed of each worker's next reset
+    seeds: np.ndarray    # uint64[num_workers], the seed of each worker's next reset
     mail_sizes: np.ndarray  # int64[num_workers], bytes in each worker's mailbox
     mailboxes: np.ndarray   # uint8[num_workers, MAILBOX_BYTES], pickled infos
 
 
-def _carve(memory, observation_space, action_space, rows: int, num_workers: int) -> tuple[_Shared, int]:
-    carver = _Carver(memory)
-    buf = Buffers.allocate(observation_space, action_space, rows, allocator=carver)
+def _carve(memory, shape: EnvShape, rows: int, num_workers: int) -> tuple[_Shared, int]:
+    buf, carver = block_buffers(memory, shape.observation_space, shape.action_space, rows)
     shared = _Shared(buf, carver((num_workers,), np.uint8), carver((num_workers,), np.uint8),
                      carver((num_workers,), np.uint64), carver((num_workers,), np.int64),
                      carver((num_workers, MAILBOX_BYTES), np.uint8))
-    return shared, carver.offset
+    return shared, carver.nbytes
 
 
-def _shared_views(raw, observation_space, action_space, rows: int, num_workers: int) -> _Shared:
-    memory = np.frombuffer(raw, dtype=np.uint8)
-    return _carve(memory, observation_space, action_space, rows, num_workers)[0]
+def _shared_views(raw, shape: EnvShape, rows: int, num_workers: int) -> _Shared:
+    return _carve(np.frombuffer(raw, dtype=np.uint8), shape, rows, num_workers)[0]
 
 
 @dataclass
@@ -130,13 +105,11 @@ class _WorkerSpec:
     """Everything a worker needs besides the shared objects (picklable with the standard pickle)."""
 
     index: int
-    first_env: int           # index (in make()'s list) of this worker's first env
-    envs_per_worker: int
     rows_per_worker: int
     num_agents: int          # rows of the whole vector
     num_workers: int
-    observation_space: object
-    action_space: object
+    shape: EnvShape
+    emulate: bool            # the creators return Gymnasium/PettingZoo envs, not PufferEnvs
     parent_pid: int
     worker_spin_s: float
 
@@ -146,29 +119,24 @@ class _WorkerSpec:
 # ---------------------------------------------------------------------------------------------------
 
 def _worker_main(spec: _WorkerSpec, raw, payload, conn, command_sem, done_sem) -> None:
-    """Entry point of a worker process: build the Serial, then serve commands until CLOSE."""
+    """Entry point of a worker process: build the slice, then serve commands until CLOSE."""
     # Ctrl-C reaches the whole process group; the caller decides what happens to workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     w = spec.index
     start_ppid = os.getppid()
     try:
-        creators, args, kwargs = pickle.loads(payload) if isinstance(payload, bytes) else payload
-        shared = _shared_views(raw, spec.observation_space, spec.action_space, spec.num_agents,
-                               spec.num_workers)
+        envs = pickle.loads(payload) if isinstance(payload, bytes) else payload
+        shared = _shared_views(raw, spec.shape, spec.num_agents, spec.num_workers)
         first_row = w * spec.rows_per_worker
-        rows = shared.buf.rows(first_row, first_row + spec.rows_per_worker)
-        envs = Serial(creators, args, kwargs, spec.envs_per_worker, buf=rows)
-        internal_envs = sum(env.num_envs for env in envs.envs)
+        runner = python_slice(envs, shared.buf.rows(first_row, first_row + spec.rows_per_worker), spec.emulate,
+                              spec.shape)
     except BaseException as exc:
-        conn.send(("error", None, *_describe(exc)))
+        conn.send(("error", Failure.of(exc)))
         return
-    conn.send(("ready", internal_envs))
+    conn.send(("ready", runner.internal_envs))
 
     state, command, seeds = shared.state, shared.command, shared.seeds
     mailbox, mail_sizes = shared.mailboxes[w], shared.mail_sizes
-    actions = rows.actions
-    pairs = [(env, actions[env_rows]) for env, env_rows in zip(envs.envs, envs.row_slices)]
-    seeded = list(zip(envs.envs, envs.env_offsets))
 
     def wait_for_command() -> bool:
         if command_sem.acquire(False):
@@ -188,32 +156,16 @@ def _worker_main(spec: _WorkerSpec, raw, payload, conn, command_sem, done_sem) -
             cmd = command[w]
             if cmd == CLOSE:
                 break
-            infos: list = []
-            current = 0
-            try:
-                if cmd == STEP:
-                    for current, (env, env_actions) in enumerate(pairs):
-                        env_infos = env.step(env_actions)[4]
-                        if env_infos:
-                            infos.extend(env_infos)
-                else:
-                    seed = int(seeds[w])
-                    for current, (env, offset) in enumerate(seeded):
-                        env_infos = env.reset(seed=offset_seed(seed, offset))[1]
-                        if env_infos:
-                            infos.extend(env_infos)
-                message = ("infos", infos) if infos else None
-            except BaseException as exc:  # SystemExit from env code is reported like any error
-                message = ("error", spec.first_env + current, *_describe(exc))
-            if message is None:
+            infos, failure = runner.serve(int(seeds[w]) if cmd == RESET else None)
+            if failure is None and not infos:
                 state[w] = IDLE
                 done_sem.release()
                 continue
-            if message[0] == "infos":
+            if failure is None:
                 try:
                     data = pickle.dumps(infos, protocol=pickle.HIGHEST_PROTOCOL)
                 except Exception as exc:
-                    message = ("error", None, *_describe(exc, "could not send infos to the caller: "))
+                    failure = Failure.of(exc, prefix="could not send infos to the caller: ")
                 else:
                     if len(data) <= MAILBOX_BYTES:
                         mailbox[:len(data)] = np.frombuffer(data, dtype=np.uint8)
@@ -224,20 +176,13 @@ def _worker_main(spec: _WorkerSpec, raw, payload, conn, command_sem, done_sem) -
             state[w] = MESSAGE
             done_sem.release()
             try:
-                conn.send(message)
+                conn.send(("error", failure) if failure is not None else ("infos", infos))
             except (BrokenPipeError, EOFError, OSError):
                 break  # the caller is gone
     finally:
-        try:
-            envs.close()
-        except Exception:
-            pass  # the process is exiting; a failing env.close() must not keep it alive
+        with contextlib.suppress(Exception):  # the process is exiting; a failing close must not keep it
+            runner.close()
         conn.close()
-
-
-def _describe(exc: BaseException, prefix: str = "") -> tuple[str, str, str]:
-    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    return type(exc).__name__, prefix + str(exc), text
 
 
 def _pid_alive(pid: int) -> bool:
@@ -315,14 +260,12 @@ def default_start_method() -> str:
 
 
 class Multiprocessing(WorkerBackend):
-    """Envs in worker processes (one Serial each) over shared memory; four batching modes.
+    """Envs in worker processes (a slice of envs each) over shared memory; four batching modes.
 
     ``num_workers`` processes (default: physical cores) each own ``num_envs / num_workers`` envs.
     ``recv()`` returns ``batch_size`` envs' rows (``agents_per_batch``), ``send()`` steps exactly
     those. Results are bit-identical, env by env, to Serial with the same seed.
     """
-
-    options = ("num_workers", "batch_size", "zero_copy", "sync_traj", "overwork", "start_method")
 
     def __init__(self, env_creators, env_args, env_kwargs, num_envs: int, seed: int = 0,
                  num_workers=None, batch_size=None, zero_copy: bool = True, sync_traj: bool = True,
@@ -335,22 +278,23 @@ class Multiprocessing(WorkerBackend):
             raise APIUsageError(f"start_method must be one of {[m for m in START_METHODS if m in available]} "
                                 f"on this platform, got {start_method!r}")
         self.start_method = start_method
+        slices = self._env_slices(env_creators, env_args, env_kwargs)
         if start_method == "fork":
-            payloads = [(env_creators[s], env_args[s], env_kwargs[s]) for s in self._env_slices()]
+            payloads: list = slices
         else:
-            payloads = [self._pickle_slice(env_creators, env_args, env_kwargs, s) for s in self._env_slices()]
+            remedy = f"start_method={start_method!r} needs picklable env creators (or start_method='fork')"
+            payloads = [envs.pickled(remedy) for envs in slices]
 
         self._probe_driver(env_creators[0], env_args[0], env_kwargs[0])
-        driver, rows = self.driver_env, self.rows_per_worker
+        driver, shape = self.driver_env, self._env_shape
         context = multiprocessing.get_context(start_method)
         pool = self._pool = _Pool()
         self._finalizer = weakref.finalize(self, pool.shutdown)
         try:
-            _, nbytes = _carve(None, self.single_observation_space, self.single_action_space,
-                               self.num_agents, self.num_workers)
+            nbytes = _carve(None, shape, self.num_agents, self.num_workers)[1]
             pool.raw = context.RawArray(ctypes.c_uint8, max(nbytes, 1))
-            shared = _shared_views(pool.raw, self.single_observation_space, self.single_action_space,
-                                   self.num_agents, self.num_workers)
+            shared = _shared_views(pool.raw, shape, self.num_agents, self.num_workers)
+            shared.buf.masks[:] = True
             self.buf = shared.buf
             self._state, self._command, self._seeds = shared.state, shared.command, shared.seeds
             self._mailboxes, self._mail_sizes = shared.mailboxes, shared.mail_sizes
@@ -360,9 +304,8 @@ class Multiprocessing(WorkerBackend):
             for w in range(self.num_workers):
                 receiver, sender = context.Pipe(duplex=False)
                 sem = context.Semaphore(0)
-                spec = _WorkerSpec(w, w * self.envs_per_worker, self.envs_per_worker, rows, self.num_agents,
-                                   self.num_workers, self.single_observation_space,
-                                   self.single_action_space, os.getpid(), WORKER_SPIN_S)
+                spec = _WorkerSpec(w, self.rows_per_worker, self.num_agents, self.num_workers, shape,
+                                   self._emulate, os.getpid(), WORKER_SPIN_S)
                 process = context.Process(target=_worker_main, name=f"shoal-worker-{w}", daemon=True,
                                           args=(spec, pool.raw, payloads[w], sender, sem, pool.done_sem))
                 try:
@@ -374,16 +317,13 @@ class Multiprocessing(WorkerBackend):
                 pool.processes.append(process)
                 pool.conns.append(receiver)
                 pool.command_sems.append(sem)
-            internal = [self._handshake(w) for w in range(self.num_workers)]
+            self._set_internal_envs([self._handshake(w) for w in range(self.num_workers)])
         except BaseException:
             self._finalizer()
             driver.close()
             raise
         self._processes, self._conns, self._command_sems = pool.processes, pool.conns, pool.command_sems
         self._done_sem = pool.done_sem
-        # Global index of each worker's first internal env: worker w's Serial is reset with
-        # offset_seed(seed, offset), so every env draws the same stream as under Serial.
-        self._env_offsets = np.concatenate([[0], np.cumsum(internal)[:-1]]).astype(int).tolist()
 
         self._owed = 0                  # observed completions whose done_sem count is not taken yet
         self._batch_block = 0           # zero copy: the block of workers last returned by recv
@@ -394,20 +334,8 @@ class Multiprocessing(WorkerBackend):
         """Process ids of the workers, in worker order (empty once closed)."""
         return [p.pid for p in self._pool.processes]
 
-    # -- construction helpers ----------------------------------------------------------------------
-
-    def _env_slices(self) -> list[slice]:
-        n = self.envs_per_worker
-        return [slice(w * n, (w + 1) * n) for w in range(self.num_workers)]
-
-    def _pickle_slice(self, env_creators, env_args, env_kwargs, s: slice) -> bytes:
-        import cloudpickle
-        try:
-            return cloudpickle.dumps((env_creators[s], env_args[s], env_kwargs[s]))
-        except Exception as exc:
-            raise APIUsageError(f"start_method={self.start_method!r} ships env creators, args and kwargs "
-                                f"to the workers with cloudpickle, which failed: {exc}. Use picklable "
-                                "creators or start_method='fork'") from exc
+    def _origin(self, w: int) -> str:
+        return f"worker {w} (pid {self._pool.processes[w].pid})"
 
     def _handshake(self, w: int) -> int:
         """Waits for worker w to build its envs; returns its number of internal envs."""
@@ -417,7 +345,7 @@ class Multiprocessing(WorkerBackend):
                 raise WorkerError(f"worker {w} (pid {process.pid}) {_exit_reason(process.exitcode)} while "
                                   f"creating envs {self._env_range(w)}")
         try:
-            message = conn.recv()
+            kind, content = conn.recv()
         except (EOFError, OSError) as exc:
             process.join(1.0)
             reason = "closed its pipe" if process.exitcode is None else _exit_reason(process.exitcode)
@@ -426,29 +354,11 @@ class Multiprocessing(WorkerBackend):
                     "the worker's own error is on stderr)")
             raise WorkerError(f"worker {w} (pid {process.pid}) {reason} while creating envs "
                               f"{self._env_range(w)}{hint}") from exc
-        if message[0] == "error":
-            _, _, name, text, tb = message
-            raise EnvError(f"worker {w} failed to create envs {self._env_range(w)}: {name}: {text}\n\n"
-                           f"Traceback in worker {w} (pid {process.pid}):\n{tb}")
-        return message[1]
+        if kind == "error":
+            raise content.creation_error(w, self._env_range(w), self._origin(w))
+        return content
 
     # -- the API -----------------------------------------------------------------------------------
-
-    def async_reset(self, seed: int | None = None) -> None:
-        seed = self.seed if seed is None else check_seed(seed)
-        self._order.reset()
-        try:
-            self._drain()  # steps still in flight finish first; their results are dropped
-        except WorkerError:
-            raise
-        except EnvError:
-            self._order.state = NEEDS_RESET
-            raise
-        self._batches.clear()
-        self._worker_infos = [[] for _ in range(self.num_workers)]  # drained steps' infos are dropped
-        for w in range(self.num_workers):
-            self._seeds[w] = offset_seed(seed, self._env_offsets[w])
-            self._dispatch(w, RESET)
 
     def send(self, actions) -> None:
         actions = self._check_actions(actions)
@@ -481,6 +391,10 @@ class Multiprocessing(WorkerBackend):
         return self._block_result(self._batch_block, infos)
 
     # -- hand-off ----------------------------------------------------------------------------------
+
+    def _dispatch_reset(self, w: int, seed: int) -> None:
+        self._seeds[w] = seed
+        self._dispatch(w, RESET)
 
     def _dispatch(self, w: int, command: int) -> None:
         self._state[w] = BUSY
@@ -522,7 +436,6 @@ class Multiprocessing(WorkerBackend):
             elif s == MESSAGE:
                 self._read_message(w)
 
-
     def _wait_for_completion(self) -> None:
         """Returns once a completion not yet observed has been posted; checks liveness while asleep."""
         done = self._done_sem
@@ -548,17 +461,13 @@ class Multiprocessing(WorkerBackend):
         while not conn.poll(LIVENESS_CHECK_S):
             self._check_alive([w])
         try:
-            message = conn.recv()
+            kind, content = conn.recv()
         except (EOFError, OSError):
             self._check_alive([w])
             self._fail(WorkerError(f"worker {w} (pid {process.pid}) closed its pipe unexpectedly"))
-        if message[0] == "infos":
-            self._worker_infos[w] = message[1]
-            return
-        _, env_index, name, text, tb = message
-        where = f"env {env_index} (worker {w})" if env_index is not None else f"worker {w}"
-        raise EnvError(f"{where} raised {name}: {text}\n\nTraceback in worker {w} (pid {process.pid}):\n{tb}"
-                       "\nCall reset() before stepping again.")
+        if kind == "error":
+            raise content.step_error(w, self._env_range(w), self._origin(w))
+        self._worker_infos[w] = content
 
     def _check_alive(self, workers) -> None:
         for w in workers:
@@ -568,7 +477,6 @@ class Multiprocessing(WorkerBackend):
                                        f"it held envs {self._env_range(w)}. The vector env is closed."))
 
     def _drain(self) -> None:
-        """Waits until no worker is in flight (results are dropped)."""
         while self._busy:
             self._poll()
             if self._busy:
@@ -589,8 +497,3 @@ def _exit_reason(exitcode: int) -> str:
         except ValueError:
             return f"was killed by signal {-exitcode}"
     return f"exited with code {exitcode}"
-
-
-from ..vector import register_backend  # noqa: E402  (vector imports this module lazily)
-
-register_backend(Multiprocessing)

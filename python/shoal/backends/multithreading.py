@@ -6,8 +6,9 @@ import numpy as np
 
 from .. import _native
 from ..errors import APIUsageError
-from ..native import NativeEnv, check_schedule, check_threads
+from ..native import check_schedule, check_threads, native_env_class
 from ..seeding import check_seed
+from ..validation import is_integer
 from .base import VecEnv
 
 
@@ -16,20 +17,6 @@ def default_num_threads(num_envs: int, pipelined: bool = False) -> int:
     caller's core to the policy that runs while the driver steps."""
     cores = _native.physical_cores() - (1 if pipelined else 0)
     return max(1, min(cores, num_envs))
-
-
-def native_env_type(env_creators, env_args) -> type[NativeEnv]:
-    creator = env_creators[0]
-    if not (isinstance(creator, type) and issubclass(creator, NativeEnv)):
-        raise APIUsageError(
-            f"backend Multithreading steps native (C) envs such as shoal.envs.CartPole or a class from "
-            f"shoal.native.load_env(); {getattr(creator, '__name__', creator)!r} is a Python env creator. "
-            "Use backend='Serial' or backend='Multiprocessing' for Python envs.")
-    if any(c is not creator for c in env_creators):
-        raise APIUsageError("backend Multithreading needs one native env type for every env")
-    if any(args for args in env_args):
-        raise APIUsageError("native envs take keyword parameters only (env_kwargs); got positional env_args")
-    return creator
 
 
 class Multithreading(VecEnv):
@@ -46,29 +33,22 @@ class Multithreading(VecEnv):
     the driver thread takes the caller's place in the pool: max_num_threads counts it.
     """
 
-    options = ("max_num_threads", "schedule", "pin_threads", "batch_size")
-
     def __init__(self, env_creators, env_args, env_kwargs, num_envs: int, seed: int = 0,
                  max_num_threads: int | None = None, schedule: str = "static", pin_threads: bool = False,
                  batch_size: int | None = None):
-        env_type = native_env_type(env_creators, env_args)
+        env_type = native_env_class(env_creators, env_args, env_kwargs, "Multithreading")
         if batch_size is None or batch_size == "auto":
             batch_size = num_envs
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= num_envs \
-                or num_envs % batch_size:
+        if not is_integer(batch_size) or not 1 <= batch_size <= num_envs or num_envs % batch_size:
             raise APIUsageError(f"batch_size ({batch_size!r}) must divide num_envs ({num_envs}): the envs form "
                                 "num_envs / batch_size equal buffers")
         if max_num_threads is None or max_num_threads == "auto":
             max_num_threads = default_num_threads(num_envs, pipelined=batch_size < num_envs)
         max_num_threads = check_threads(max_num_threads)
         schedule = check_schedule(schedule)
-        for i, kwargs in enumerate(env_kwargs):
-            if "num_envs" in kwargs or "num_threads" in kwargs:
-                raise APIUsageError(f"env_kwargs[{i}] sets num_envs/num_threads; pass them to make() as "
-                                    "num_envs and max_num_threads")
         self.seed = check_seed(seed)
-        self.num_buffers = num_envs // batch_size
-        self.batch_size = batch_size
+        self.num_buffers = num_envs // int(batch_size)
+        self.batch_size = int(batch_size)
         self.env = env_type(num_envs=num_envs, seed=self.seed, num_threads=max_num_threads, schedule=schedule,
                             pin_threads=pin_threads, env_params=list(env_kwargs), num_buffers=self.num_buffers)
         self.driver_env = self.env
@@ -78,7 +58,7 @@ class Multithreading(VecEnv):
         self.single_observation_space = self.env.single_observation_space
         self.single_action_space = self.env.single_action_space
         self.emulated = None
-        self.schedule = schedule
+        self._schedule = schedule
         self.agent_ids = np.arange(self.num_agents)
         self.buf = self.env.buf
         self.observations, self.final_observations = self.buf.observations, self.buf.final_observations
@@ -87,8 +67,11 @@ class Multithreading(VecEnv):
         self._batches = [(self.buf.rows(k * rows, (k + 1) * rows), self.agent_ids[k * rows:(k + 1) * rows])
                          for k in range(self.num_buffers)]
         self._next = 0
-        self._episodes_since_log = [0] * self.num_buffers
         self._init_api()
+
+    @property
+    def local_envs(self) -> list:
+        return [self.env]
 
     @property
     def max_num_threads(self) -> int:
@@ -97,24 +80,30 @@ class Multithreading(VecEnv):
     @max_num_threads.setter
     def max_num_threads(self, num_threads: int) -> None:
         """Changes the thread count of the live vector (between steps)."""
-        self.env.set_num_threads(check_threads(num_threads))
+        self.env.set_num_threads(num_threads)
+
+    @property
+    def schedule(self) -> str:
+        return self._schedule
+
+    @schedule.setter
+    def schedule(self, schedule: str) -> None:
+        """Changes how the live vector shares envs out to its threads (between steps)."""
+        self.env.set_schedule(schedule)
+        self._schedule = schedule
 
     def async_reset(self, seed: int | None = None) -> None:
         seed = self.seed if seed is None else check_seed(seed)
         self._order.reset()
         _, self.infos = self.env.reset(seed)
         self._next = 0
-        self._episodes_since_log = [0] * self.num_buffers
 
     def send(self, actions) -> None:
         self._order.check_send()
         if self.num_buffers == 1:
             self.infos = self.env.step(actions)[4]  # checks the actions before any env runs
         else:
-            vec = self.env._vec
-            if type(actions) is not np.ndarray or vec.submit(self._next, actions) < 0:
-                actions = np.ascontiguousarray(self._check_actions(actions), dtype=self.buf.actions.dtype)
-                vec.submit(self._next, actions)
+            self.env.submit(self._next, actions)
             self._next = (self._next + 1) % self.num_buffers
         self._order.sent()
 
@@ -125,26 +114,13 @@ class Multithreading(VecEnv):
             return (buf.observations, buf.rewards, buf.terminals, buf.truncations, self.infos,
                     self.agent_ids, buf.masks)
         k = self._next
-        ended = self.env._vec.wait(k)
-        self._episodes_since_log[k] += ended
-        infos = []
-        if self._episodes_since_log[k] >= self.batch_size:
-            self._episodes_since_log[k] = 0
-            infos = [self.env._vec.collect_log(k * self.batch_size, (k + 1) * self.batch_size)]
-        self.infos = infos
+        self.infos = infos = self.env.wait(k)
         rows, agent_ids = self._batches[k]
         return (rows.observations, rows.rewards, rows.terminals, rows.truncations, infos, agent_ids, rows.masks)
 
     def pool_stats(self) -> dict:
-        return self.env._vec.pool_stats()
+        return self.env.pool_stats()
 
     def _close(self) -> None:
         self.env.close()
 
-
-def _register() -> None:
-    from ..vector import register_backend
-    register_backend(Multithreading)
-
-
-_register()

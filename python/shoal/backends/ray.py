@@ -35,7 +35,7 @@ naming the worker and the env with the actor's traceback, after which ``reset()`
 
 from __future__ import annotations
 
-import dataclasses
+import contextlib
 import logging
 import math
 import os
@@ -43,17 +43,17 @@ import pickle
 import socket
 import sys
 import threading
-import traceback
 import weakref
 
 import numpy as np
 
 from ..buffers import Buffers
 from ..errors import APIUsageError, EnvError, WorkerError
-from ..native import NativeEnv, check_threads
-from ..seeding import check_seed, offset_seed
-from .serial import Serial
-from .workers import WorkerBackend
+from ..native import check_threads, is_native_env, native_env_class
+from .workers.blocks import block_buffers, block_size
+from .workers.caller import WorkerBackend
+from .workers.messages import Failure
+from .workers.runner import EnvShape, native_slice, python_slice
 
 # How long the caller waits for actors to be placed and to build their envs before it gives up
 # (a cluster without free CPUs leaves actors pending forever).
@@ -62,7 +62,6 @@ START_TIMEOUT_S = 60.0
 WAIT_S = 1.0
 # close(): how long actors get to close their envs before they are killed.
 CLOSE_TIMEOUT_S = 2.0
-ALIGN = 64  # bytes; every array of an actor's block starts on its own cache line
 RESULT_FIELDS = ("observations", "final_observations", "rewards", "terminals", "truncations", "masks")
 
 
@@ -70,133 +69,63 @@ def import_ray():
     """The ray module, or an APIUsageError naming the optional extra that installs it."""
     try:
         import ray
-    except ImportError as exc:
+    except ModuleNotFoundError as exc:
+        if exc.name != "ray":
+            raise
         raise APIUsageError("backend Ray needs the optional dependency ray: pip install 'shoal[ray]' "
                             f"(or pip install 'ray>=2.9'); importing it failed: {exc}") from exc
     return ray
 
 
-# ---------------------------------------------------------------------------------------------------
-# One byte block per actor
-# ---------------------------------------------------------------------------------------------------
-
-class _BlockLayout:
-    """Where each buffer of ``rows`` rows sits in one aligned byte block (same on both sides)."""
-
-    def __init__(self, observation_space, action_space, rows: int):
-        self.nbytes = 0
-        places: dict[int, tuple[int, int]] = {}
-
-        def measure(shape: tuple, dtype) -> np.ndarray:
-            array = np.empty(shape, dtype)
-            start = -(-self.nbytes // ALIGN) * ALIGN
-            self.nbytes = start + array.nbytes
-            places[id(array)] = (start, self.nbytes)
-            return array
-
-        model = Buffers.allocate(observation_space, action_space, rows, allocator=measure)
-        self.fields: dict[str, tuple[int, int, np.dtype, tuple]] = {}
-        for f in dataclasses.fields(Buffers):
-            array = getattr(model, f.name)
-            self.fields[f.name] = (*places[id(array)], array.dtype, array.shape)
-
-    def view(self, block: np.ndarray, name: str) -> np.ndarray:
-        start, end, dtype, shape = self.fields[name]
-        return block[start:end].view(dtype).reshape(shape)
-
-    def buffers(self, block: np.ndarray) -> Buffers:
-        return Buffers(**{name: self.view(block, name) for name in self.fields})
-
-
-def _describe(exc: BaseException) -> tuple[str, str, str]:
-    return type(exc).__name__, str(exc), "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-
-
 class EnvHost:
-    """Body of one Ray actor: envs [first_env, first_env + num_envs) over one byte block.
+    """Body of one Ray actor: a slice of envs over one byte block of their rows.
 
-    Methods never raise for env failures: they return ``(block, infos, error)`` with ``error`` =
-    ``(env index or None, exception name, message, traceback text)``, so the caller can name the env.
+    Methods never raise for env failures: they return ``(block, infos, failure)`` with a
+    :class:`Failure` naming the env, so the caller can report it.
     """
 
-    def __init__(self, first_env: int, payload: bytes, caller_path: list[str], native: bool,
-                 num_threads: int, observation_space, action_space, rows: int):
-        self.first_env, self.native = first_env, native
-        self.error = None
-        self.envs: list = []
+    def __init__(self, payload: bytes, caller_path: list[str], native: bool, num_threads: int,
+                 shape: EnvShape, emulate: bool, rows: int):
+        self.runner = None
+        self.failure: Failure | None = None
         # Creators defined in the caller's own modules (scripts, tests) are pickled by reference:
         # make the caller's import path visible before unpickling them. On other machines those
         # modules must be installed (or shipped with Ray's runtime_env).
         sys.path.extend(p for p in caller_path if p not in sys.path)
         try:
-            creators, args, kwargs = pickle.loads(payload)
-        except Exception as exc:
-            self.error = (None, *_describe(exc))
-            return
-        layout = _BlockLayout(observation_space, action_space, rows)
-        self.block = np.zeros(max(layout.nbytes, 1), dtype=np.uint8)
-        self.buf = layout.buffers(self.block)
-        self.buf.masks[:] = True
-        try:
+            envs = pickle.loads(payload)
+            self.block = np.zeros(max(block_size(shape.observation_space, shape.action_space, rows), 1),
+                                  dtype=np.uint8)
+            self.buf = block_buffers(self.block, shape.observation_space, shape.action_space, rows)[0]
+            self.buf.masks[:] = True
             if native:
                 # One native vector for the whole slice: its pool threads step it inside this actor.
-                env = creators[0](num_envs=len(creators), buf=self.buf, num_threads=num_threads,
-                                  env_params=list(kwargs))
-                self.envs, offsets, row_slices = [env], [0], [slice(0, rows)]
+                self.runner = native_slice(envs, self.buf, num_threads)
             else:
-                sub = Serial(creators, args, kwargs, len(creators), buf=self.buf)
-                self.envs, offsets, row_slices = sub.envs, sub.env_offsets, sub.row_slices
-                sub.driver_env.close()  # the probe env Serial built; the caller has its own driver
+                self.runner = python_slice(envs, self.buf, emulate, shape)
         except Exception as exc:
-            self.error = (None, *_describe(exc))
-            return
-        actions = self.buf.actions
-        self.steps = [(env, actions[r] if not native else actions) for env, r in zip(self.envs, row_slices)]
-        self.resets = list(zip(self.envs, offsets))
-        self.internal_envs = sum(env.num_envs for env in self.envs)
+            self.failure = Failure.of(exc)
 
     def ready(self) -> tuple:
-        """(pid, host name, internal env count, construction error or None)."""
-        if self.error is not None:
-            return os.getpid(), socket.gethostname(), 0, self.error
-        return os.getpid(), socket.gethostname(), self.internal_envs, None
+        """(pid, host name, internal env count, construction failure or None)."""
+        count = self.runner.internal_envs if self.runner is not None else 0
+        return os.getpid(), socket.gethostname(), count, self.failure
 
     def reset(self, seed: int) -> tuple:
-        infos: list = []
-        current = 0
-        try:
-            for current, (env, offset) in enumerate(self.resets):
-                env_infos = env.reset(seed=offset_seed(seed, offset))[1]
-                if env_infos:
-                    infos.extend(env_infos)
-        except Exception as exc:
-            return None, None, (self._env_index(current), *_describe(exc))
-        return self.block, infos, None
+        return self._result(*self.runner.serve(seed))
 
     def step(self, actions: np.ndarray) -> tuple:
         np.copyto(self.buf.actions, actions, casting="unsafe")
-        infos: list = []
-        current = 0
-        try:
-            for current, (env, env_actions) in enumerate(self.steps):
-                env_infos = env.step(env_actions)[4]
-                if env_infos:
-                    infos.extend(env_infos)
-        except Exception as exc:
-            return None, None, (self._env_index(current), *_describe(exc))
-        return self.block, infos, None
+        return self._result(*self.runner.serve(None))
 
-    def _env_index(self, current: int) -> int | None:
-        # A native vector reports the failing envs in its message; a Serial slice fails env by env.
-        return None if self.native else self.first_env + current
+    def _result(self, infos: list, failure: Failure | None) -> tuple:
+        return (None if failure is not None else self.block), infos, failure
 
     def close(self) -> None:
-        for env in self.envs:
-            try:
-                env.close()
-            except Exception:
-                pass  # the actor is killed next; a failing env.close() must not keep it alive
-        self.envs = []
+        if self.runner is not None:
+            with contextlib.suppress(Exception):  # the actor is killed next; a failing close must not keep it
+                self.runner.close()
+            self.runner = None
 
 
 _actor_classes: dict = {}
@@ -284,29 +213,12 @@ class _Actors:
 # Caller side
 # ---------------------------------------------------------------------------------------------------
 
-def _pickle_slice(creators, args, kwargs) -> bytes:
-    """Creators, args and kwargs of one actor, pickled here so the actor can fix its path first."""
-    import cloudpickle
-    try:
-        return cloudpickle.dumps((creators, args, kwargs))
-    except Exception as exc:
-        raise APIUsageError(f"backend Ray ships env creators, args and kwargs to its actors with cloudpickle, "
-                            f"which failed: {exc}. Use picklable creators.") from exc
-
-
-def _is_native(creator) -> bool:
-    return isinstance(creator, type) and issubclass(creator, NativeEnv)
-
-
 class Ray(WorkerBackend):
     """Envs in ``num_workers`` Ray actors; results bit-identical, env by env, to Serial.
 
     ``worker_pids`` / ``worker_hosts``: process id and host name of each actor, in worker order.
     ``max_num_threads``: pool threads per actor (native envs; None for Python envs).
     """
-
-    options = ("num_workers", "batch_size", "zero_copy", "sync_traj", "overwork", "ray_address",
-               "max_num_threads")
 
     def __init__(self, env_creators, env_args, env_kwargs, num_envs: int, seed: int = 0,
                  num_workers=None, batch_size=None, zero_copy: bool = True, sync_traj: bool = True,
@@ -317,14 +229,9 @@ class Ray(WorkerBackend):
         if ray_address is not None and (not isinstance(ray_address, str) or not ray_address.strip()):
             raise APIUsageError(f"ray_address must be a Ray cluster address such as '10.0.0.1:6379' or "
                                 f"'auto', or None to start a local Ray instance; got {ray_address!r}")
-        self.native = _is_native(env_creators[0])
+        self.native = is_native_env(env_creators[0])
         if self.native:
-            from .multithreading import native_env_type
-            native_env_type(env_creators, env_args)
-            for i, kwargs in enumerate(env_kwargs):
-                if "num_envs" in kwargs or "num_threads" in kwargs:
-                    raise APIUsageError(f"env_kwargs[{i}] sets num_envs/num_threads; pass them to make() as "
-                                        "num_envs and max_num_threads")
+            native_env_class(env_creators, env_args, env_kwargs, "Ray")
             if max_num_threads not in (None, "auto"):
                 max_num_threads = check_threads(max_num_threads)
         elif max_num_threads is not None:
@@ -339,7 +246,7 @@ class Ray(WorkerBackend):
         self._GetTimeoutError, self._RayActorError, self._RayError = GetTimeoutError, RayActorError, RayError
 
         self._probe_driver(env_creators[0], env_args[0], env_kwargs[0])
-        driver, rows = self.driver_env, self.rows_per_worker
+        driver, rows, shape = self.driver_env, self.rows_per_worker, self._env_shape
         actors = self._actors = _Actors(ray)
         self._finalizer = weakref.finalize(self, actors.shutdown)
         try:
@@ -348,23 +255,18 @@ class Ray(WorkerBackend):
             self.max_num_threads = num_threads if self.native else None
             host = _actor_class(ray).options(num_cpus=cpus, max_restarts=0, max_task_retries=0,
                                              scheduling_strategy="SPREAD")
-            n = self.envs_per_worker
             caller_path = [os.path.abspath(p) for p in sys.path if p]
-            for w in range(self.num_workers):
-                s = slice(w * n, (w + 1) * n)
-                payload = _pickle_slice(env_creators[s], env_args[s], env_kwargs[s])
-                actors.handles.append(host.remote(w * n, payload, caller_path, self.native, num_threads,
-                                                  self.single_observation_space, self.single_action_space, rows))
-            internal = self._handshake(ray, actors.handles)
+            for envs in self._env_slices(env_creators, env_args, env_kwargs):
+                # Pickled here, so the actor can extend its import path before it unpickles.
+                payload = envs.pickled("backend Ray needs picklable env creators")
+                actors.handles.append(host.remote(payload, caller_path, self.native, num_threads, shape,
+                                                  self._emulate, rows))
+            self._set_internal_envs(self._handshake(ray, actors.handles))
         except BaseException:
             self._finalizer()
             driver.close()
             raise
         self._handles = actors.handles
-        # Global index of each actor's first internal env: its reset seed is offset_seed(seed, offset).
-        self._env_offsets = np.concatenate([[0], np.cumsum(internal)[:-1]]).astype(int).tolist()
-
-        self._layout = _BlockLayout(self.single_observation_space, self.single_action_space, rows)
         self.buf = Buffers.allocate(self.single_observation_space, self.single_action_space, self.num_agents)
         self._refs: list = [None] * self.num_workers   # in-flight call of each actor
         self._blocks: list = [None] * self.num_workers
@@ -409,23 +311,11 @@ class Ray(WorkerBackend):
             except self._RayError as exc:
                 raise WorkerError(f"Ray actor {w} died while creating envs {self._env_range(w)}: {exc}") from exc
             if error is not None:
-                _, name, text, tb = error
-                raise EnvError(f"worker {w} failed to create envs {self._env_range(w)}: {name}: {text}\n\n"
-                               f"Traceback in Ray actor {w} (pid {pid} on {host}):\n{tb}")
+                raise error.creation_error(w, self._env_range(w), f"Ray actor {w} (pid {pid} on {host})")
             self.worker_pids[w], self.worker_hosts[w], internal[w] = pid, host, count
         return internal
 
     # -- the API -----------------------------------------------------------------------------------
-
-    def async_reset(self, seed: int | None = None) -> None:
-        seed = self.seed if seed is None else check_seed(seed)
-        self._order.reset()
-        self._drain()  # calls still in flight finish first; their results are dropped
-        self._batches.clear()
-        self._blocks = [None] * self.num_workers
-        self._worker_infos = [[] for _ in range(self.num_workers)]
-        for w in range(self.num_workers):
-            self._dispatch(w, self._handles[w].reset.remote(offset_seed(seed, self._env_offsets[w])))
 
     def send(self, actions) -> None:
         actions = self._check_actions(actions)
@@ -452,11 +342,15 @@ class Ray(WorkerBackend):
     def _unpack(self, w: int, dst: Buffers, rows: slice) -> None:
         """Copies actor w's block (a read-only view of Ray's object store) into rows of dst."""
         block, self._blocks[w] = self._blocks[w], None
-        layout = self._layout
+        src = block_buffers(block, self.single_observation_space, self.single_action_space, self.rows_per_worker)[0]
         for name in RESULT_FIELDS:
-            np.copyto(getattr(dst, name)[rows], layout.view(block, name))
+            np.copyto(getattr(dst, name)[rows], getattr(src, name))
 
     # -- hand-off ----------------------------------------------------------------------------------
+
+    def _dispatch_reset(self, w: int, seed: int) -> None:
+        self._blocks[w] = None
+        self._dispatch(w, self._handles[w].reset.remote(seed))
 
     def _dispatch(self, w: int, ref) -> None:
         self._refs[w] = ref
@@ -494,23 +388,24 @@ class Ray(WorkerBackend):
                 result = results[i]
             self._busy.remove(w)
             self._refs[w] = None
-            block, infos, error = result
-            if error is not None:
-                env_index, name, text, tb = error
-                where = (f"env {env_index} (worker {w})" if env_index is not None
-                         else f"worker {w} (envs {self._env_range(w)})")
-                raise EnvError(f"{where} raised {name}: {text}\n\nTraceback in Ray actor {w} "
-                               f"(pid {self.worker_pids[w]} on {self.worker_hosts[w]}):\n{tb}"
-                               "\nCall reset() before stepping again.")
+            block, infos, failure = result
+            self._raise_failure(w, failure)
             self._blocks[w] = block
             self._worker_infos[w] = infos
             self._batches.completed(w)
+
+    def _raise_failure(self, w: int, failure: Failure | None) -> None:
+        if failure is not None:
+            raise failure.step_error(w, self._env_range(w), self._origin(w))
+
+    def _origin(self, w: int) -> str:
+        return f"Ray actor {w} (pid {self.worker_pids[w]} on {self.worker_hosts[w]})"
 
     def _get_one(self, w: int):
         try:
             return self._ray.get(self._refs[w])
         except self._RayActorError as exc:
-            self._fail(WorkerError(f"Ray actor {w} (pid {self.worker_pids[w]} on {self.worker_hosts[w]}) died; "
+            self._fail(WorkerError(f"{self._origin(w)} died; "
                                    f"it held envs {self._env_range(w)}. The vector env is closed.\n{exc}"))
         except self._RayError as exc:
             # The actor lives but Ray could not deliver its result (e.g. infos that do not pickle).
@@ -519,23 +414,13 @@ class Ray(WorkerBackend):
 
 
     def _drain(self) -> None:
-        """Waits until no actor is in flight; results and env errors are dropped, deaths raise."""
         while self._busy:
             w = self._busy[0]
-            try:
-                self._get_one(w)
-            except WorkerError:
-                raise
-            except EnvError:
-                pass  # the step being dropped failed; the reset that follows is what the caller asked for
+            failure = self._get_one(w)[2]
             self._busy.remove(w)
             self._refs[w] = None
+            self._raise_failure(w, failure)
 
     def _close(self) -> None:
         self._finalizer()
         self.driver_env.close()
-
-
-from ..vector import register_backend  # noqa: E402  (vector imports this module lazily)
-
-register_backend(Ray)

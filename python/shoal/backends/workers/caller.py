@@ -1,28 +1,26 @@
 """The caller side that Multiprocessing and Ray share: envs split over workers, batches of workers.
 
-Each worker runs a Serial slice of ``envs_per_worker`` envs. The subclass starts the workers, moves
+Each worker runs a SliceRunner over ``envs_per_worker`` envs. The subclass starts the workers, moves
 actions and results, and says when a worker completes; this base holds the layout, the spaces read
-off a driver env, the batch views (zero-copy blocks, or a batch buffer that results are copied into)
-and the recv prologue that turns an env error into "reset before stepping again".
+off a driver env, the batch views (zero-copy blocks, or a batch buffer that results are copied into),
+the reset of every worker, and the rule that an env failure leaves the vector needing a reset.
 """
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
-from ..buffers import Buffers
-from ..call_order import NEEDS_RESET
-from ..errors import APIUsageError, EnvError, WorkerError
-from ..seeding import check_seed
-from .base import VecEnv, agent_id_range
+from ...buffers import Buffers
+from ...errors import APIUsageError, EnvError, WorkerError
+from ...seeding import check_seed, offset_seed
+from ...validation import check_bool
+from ..base import VecEnv, agent_id_range
 from .batching import BatchSelector, take_infos
-from .serial import probe
-
-
-def check_bool(value, name: str) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise APIUsageError(f"{name} must be True or False, got {value!r}")
-    return bool(value)
+from .layout import first_env_indices, worker_layout
+from .runner import EnvShape, probe_driver
+from .slices import EnvSlice
 
 
 class WorkerBackend(VecEnv):
@@ -31,17 +29,14 @@ class WorkerBackend(VecEnv):
     def _configure_workers(self, num_envs: int, seed: int, num_workers, batch_size, zero_copy, sync_traj,
                            overwork, options: dict, limit_to_cores: bool = True) -> None:
         """Checks the common arguments and sets the worker layout attributes."""
-        from ..vector import worker_layout  # vector imports the backends; import it lazily
-
         if options:
-            raise APIUsageError(f"invalid argument(s) {sorted(options)} for backend {type(self).__name__}; "
-                                f"valid: {sorted(self.options)}")
+            raise APIUsageError(f"invalid argument(s) {sorted(options)} for backend {type(self).__name__}")
         self.seed = check_seed(seed)
         zero_copy = check_bool(zero_copy, "zero_copy")
         self.sync_traj = check_bool(sync_traj, "sync_traj")
         self.overwork = check_bool(overwork, "overwork")
-        layout = worker_layout(num_envs, num_workers, batch_size, zero_copy, self.overwork,
-                               limit_to_cores=limit_to_cores)
+        layout = self._layout = worker_layout(num_envs, num_workers, batch_size, zero_copy, self.overwork,
+                                              limit_to_cores=limit_to_cores)
         self.num_envs = num_envs
         self.num_workers = layout.num_workers
         self.batch_size = layout.batch_size
@@ -51,8 +46,9 @@ class WorkerBackend(VecEnv):
 
     def _probe_driver(self, creator, args, kwargs) -> None:
         """Builds the driver env, which stays in this process and tells spaces and agents per env."""
-        self.driver_env, _ = probe(creator, args, kwargs)
+        self.driver_env, self._emulate = probe_driver(creator, args, kwargs)
         driver = self.driver_env
+        self._env_shape = EnvShape.of(driver)
         self.single_observation_space = driver.single_observation_space
         self.single_action_space = driver.single_action_space
         self.emulated = driver.emulated
@@ -60,6 +56,15 @@ class WorkerBackend(VecEnv):
         self.rows_per_worker = driver.num_agents * self.envs_per_worker
         self.num_agents = self.rows_per_worker * self.num_workers
         self.agents_per_batch = self.rows_per_worker * self.workers_per_batch
+
+    def _env_slices(self, env_creators, env_args, env_kwargs) -> list[EnvSlice]:
+        return [EnvSlice.of(env_creators, env_args, env_kwargs, self._layout.env_slice(w))
+                for w in range(self.num_workers)]
+
+    def _set_internal_envs(self, counts: list[int]) -> None:
+        """Records how many envs each worker holds (a PufferEnv may hold several): worker w resets
+        its slice with offset_seed(seed, first env of w), so every env draws its Serial stream."""
+        self._first_envs = first_env_indices(counts)
 
     def _init_batches(self) -> None:
         """Batch views over ``self.buf`` (every worker's rows), then the API; after the workers start."""
@@ -89,26 +94,39 @@ class WorkerBackend(VecEnv):
         self._init_api()
 
     def _env_range(self, w: int) -> str:
-        return f"{w * self.envs_per_worker}..{(w + 1) * self.envs_per_worker - 1}"
+        return self._layout.env_range(w)
 
-    def _dispatched(self, w: int) -> None:
-        self._busy.append(w)
-        self._batches.dispatched(w)
+    # -- the API -----------------------------------------------------------------------------------
+
+    def async_reset(self, seed: int | None = None) -> None:
+        seed = self.seed if seed is None else check_seed(seed)
+        self._order.reset()
+        with self._failures_need_reset():
+            self._drain()  # steps still in flight finish first: results dropped, failures raised
+        self._batches.clear()
+        self._worker_infos = [[] for _ in range(self.num_workers)]
+        for w in range(self.num_workers):
+            self._dispatch_reset(w, offset_seed(seed, self._first_envs[w]))
 
     def _take_batch(self) -> tuple[list[int], list]:
-        """recv's prologue: the next batch of workers and its infos. An env error leaves the vector
-        needing a reset; a dead worker has closed it."""
+        """recv's prologue: the next batch of workers and its infos."""
         self._order.recv()
-        try:
+        with self._failures_need_reset():
             batch = self._next_batch()
-        except WorkerError:
-            raise
-        except EnvError:
-            self._order.state = NEEDS_RESET
-            raise
         self._batch = batch
         self.infos = infos = take_infos(self._worker_infos, batch)
         return batch, infos
+
+    @contextlib.contextmanager
+    def _failures_need_reset(self):
+        """An env error leaves the vector needing a reset; a dead worker has closed it."""
+        try:
+            yield
+        except WorkerError:
+            raise
+        except EnvError:
+            self._order.failed()
+            raise
 
     def _batch_result(self, infos: list):
         """The 7-tuple of recv for a batch already in the batch buffer (copy mode)."""
@@ -121,6 +139,20 @@ class WorkerBackend(VecEnv):
         obs, rewards, terminals, truncations, ids, masks, final, _ = self._views[block]
         self.observations, self.final_observations = obs, final
         return obs, rewards, terminals, truncations, infos, ids, masks
+
+    def _dispatched(self, w: int) -> None:
+        self._busy.append(w)
+        self._batches.dispatched(w)
+
+    # -- what a worker backend provides ------------------------------------------------------------
+
+    def _dispatch_reset(self, w: int, seed: int) -> None:
+        """Starts worker w's reset of its slice with ``seed``."""
+        raise NotImplementedError
+
+    def _drain(self) -> None:
+        """Waits until no worker is in flight; results are dropped, an env failure raises EnvError."""
+        raise NotImplementedError
 
     def _next_batch(self) -> list[int]:
         raise NotImplementedError

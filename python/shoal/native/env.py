@@ -1,86 +1,78 @@
-"""Native (C) envs in Python: a PufferEnv over shoal._native.Vector, and loading third-party envs."""
+"""NativeEnv: native (C) envs of one type in one PufferEnv, over shoal._native.Vector.
+
+This is the only module that touches ``_native.Vector``; every other layer goes through NativeEnv.
+"""
 
 from __future__ import annotations
 
-import math
-import numbers
 from pathlib import Path
 
 import numpy as np
-from gymnasium import spaces
 
-from . import _native
-from .buffers import Buffers
-from .errors import APIUsageError
-from .pufferenv import PufferEnv
-from .seeding import check_seed
+from .. import _native
+from ..buffers import Buffers
+from ..errors import APIUsageError
+from ..pufferenv import PufferEnv
+from ..seeding import check_seed
+from ..spaces import ActionChecker
+from ..validation import check_choice, check_integer
+from .spec import action_space, observation_space, resolve_params
 
 SCHEDULES = ("static", "dynamic")
-
-
-def observation_space(info: dict) -> spaces.Box:
-    dtype = np.dtype(info["obs_dtype"])
-    low, high = info["obs_low"], info["obs_high"]
-    if dtype.kind in "iu":
-        limits = np.iinfo(dtype)
-        low = limits.min if math.isinf(low) else int(low)
-        high = limits.max if math.isinf(high) else int(high)
-    return spaces.Box(low=low, high=high, shape=tuple(info["obs_shape"]), dtype=dtype)
-
-
-def action_space(info: dict) -> spaces.Space:
-    if info["action_kind"] == "discrete":
-        return spaces.Discrete(info["action_nvec"][0])
-    if info["action_kind"] == "multidiscrete":
-        return spaces.MultiDiscrete(info["action_nvec"])
-    return spaces.Box(low=info["action_low"], high=info["action_high"], shape=(info["action_dims"],),
-                      dtype=np.float32)
-
-
-def resolve_params(info: dict, per_env_kwargs: list[dict]) -> tuple[np.ndarray, int]:
-    """Validates keyword parameters of every env; returns the (num_envs, num_params) matrix and the
-    time limit. Errors name the env, the parameter and the allowed values."""
-    params = info["params"]
-    names = [p["name"] for p in params]
-    valid = names + ["max_episode_steps"]
-    matrix = np.empty((len(per_env_kwargs), len(params)), dtype=np.float64)
-    limits = set()
-    for i, kwargs in enumerate(per_env_kwargs):
-        unknown = sorted(set(kwargs) - set(valid))
-        if unknown:
-            raise APIUsageError(f"{info['name']}: unknown parameter(s) {unknown} (env {i}); valid: {valid}")
-        for j, p in enumerate(params):
-            value = kwargs.get(p["name"], p["default"])
-            if isinstance(value, bool) or not isinstance(value, numbers.Real):
-                raise APIUsageError(f"{info['name']}: parameter {p['name']} must be a number, got {value!r}")
-            if p["type"] == "int" and not float(value).is_integer():
-                raise APIUsageError(f"{info['name']}: parameter {p['name']} must be an integer, got {value!r}")
-            if not (p["min"] <= value <= p["max"]):
-                raise APIUsageError(f"{info['name']}: parameter {p['name']}={value} (env {i}) is outside "
-                                    f"[{p['min']:g}, {p['max']:g}]")
-            matrix[i, j] = value
-        limit = kwargs.get("max_episode_steps", info["max_episode_steps"])
-        if isinstance(limit, bool) or not isinstance(limit, numbers.Integral) or not 0 <= limit < 2**31:
-            raise APIUsageError(f"{info['name']}: max_episode_steps must be an integer >= 0 (0 = no limit), "
-                                f"got {limit!r}")
-        limits.add(int(limit))
-    if len(limits) > 1:
-        raise APIUsageError(f"{info['name']}: max_episode_steps must be the same for every env of a vector, "
-                            f"got {sorted(limits)}")
-    return matrix, limits.pop()
+MAX_THREADS = 1024
 
 
 def check_threads(num_threads) -> int:
-    if isinstance(num_threads, bool) or not isinstance(num_threads, numbers.Integral) \
-            or not 0 <= num_threads <= 1024:
-        raise APIUsageError(f"max_num_threads must be an integer in [0, 1024], got {num_threads!r}")
-    return int(num_threads)
+    return check_integer(num_threads, "max_num_threads", 0, MAX_THREADS)
 
 
 def check_schedule(schedule) -> str:
-    if schedule not in SCHEDULES:
-        raise APIUsageError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
-    return schedule
+    return check_choice(schedule, "schedule", SCHEDULES)
+
+
+def is_native_env(creator) -> bool:
+    """True when ``creator`` is a NativeEnv class (a bundled env, or one from load_env)."""
+    return isinstance(creator, type) and issubclass(creator, NativeEnv)
+
+
+def native_env_class(env_creators, env_args, env_kwargs, backend: str) -> type[NativeEnv]:
+    """The one NativeEnv class every creator names; its keyword parameters may not size the vector."""
+    creator = env_creators[0]
+    if not is_native_env(creator):
+        raise APIUsageError(
+            f"backend {backend} steps native (C) envs such as shoal.envs.CartPole or a class from "
+            f"shoal.native.load_env(); {getattr(creator, '__name__', creator)!r} is a Python env creator. "
+            "Use backend='Serial' or backend='Multiprocessing' for Python envs.")
+    if any(c is not creator for c in env_creators):
+        raise APIUsageError(f"backend {backend} needs one native env type for every env")
+    if any(args for args in env_args):
+        raise APIUsageError("native envs take keyword parameters only (env_kwargs); got positional env_args")
+    for i, kwargs in enumerate(env_kwargs):
+        if "num_envs" in kwargs or "num_threads" in kwargs:
+            raise APIUsageError(f"env_kwargs[{i}] sets num_envs/num_threads; pass them to make() as "
+                                "num_envs and max_num_threads")
+    return creator
+
+
+class EpisodeLog:
+    """Episode stats of envs [begin, end): one aggregated dict about every ``end - begin`` episodes."""
+
+    def __init__(self, vec: _native.Vector, begin: int, end: int):
+        self._vec = vec
+        self.begin, self.end = begin, end
+        self.episodes = 0
+
+    def add(self, ended: int) -> list[dict]:
+        """Counts ``ended`` more episodes; returns the aggregate once enough have ended, else []."""
+        self.episodes += ended
+        if self.episodes < self.end - self.begin:
+            return []
+        self.episodes = 0
+        return [self._vec.collect_log(self.begin, self.end)]
+
+    def clear(self) -> None:
+        self.episodes = 0
+        self._vec.collect_log(self.begin, self.end)
 
 
 class NativeEnv(PufferEnv):
@@ -89,6 +81,9 @@ class NativeEnv(PufferEnv):
     Subclasses set the class attribute ``spec`` (a shoal._native.EnvSpec). Keyword parameters are
     the env's own (see ``describe()``) plus ``max_episode_steps``; ``env_params`` gives one dict of
     parameters per env instead.
+
+    ``num_buffers`` > 1 splits the envs into that many equal buffers stepped by a native driver
+    thread: ``submit(k, actions)`` queues buffer ``k`` and returns at once, ``wait(k)`` collects it.
     """
 
     spec = None
@@ -97,8 +92,7 @@ class NativeEnv(PufferEnv):
                  schedule: str = "static", pin_threads: bool = False, env_params: list[dict] | None = None,
                  num_buffers: int = 1, **params):
         info = self.describe()
-        if isinstance(num_envs, bool) or not isinstance(num_envs, numbers.Integral) or num_envs < 1:
-            raise APIUsageError(f"num_envs must be an integer >= 1, got {num_envs!r}")
+        num_envs = check_integer(num_envs, "num_envs", 1)
         if env_params is not None:
             if params:
                 raise APIUsageError("pass parameters either as keywords or as env_params, not both")
@@ -108,17 +102,21 @@ class NativeEnv(PufferEnv):
         matrix, max_episode_steps = resolve_params(info, env_params or [params] * num_envs)
         num_threads = check_threads(num_threads)
         schedule = check_schedule(schedule)
-        self.num_envs = int(num_envs)
+        self.num_envs = num_envs
         self.single_observation_space = observation_space(info)
         self.single_action_space = action_space(info)
         self.num_agents = info["num_agents"] * self.num_envs
         super().__init__(buf, check_seed(seed))
         self.max_episode_steps = max_episode_steps
-        self._episodes_since_log = 0
         b = self.buf
         self._vec = _native.Vector(self.spec, self.num_envs, matrix, max_episode_steps, b.observations,
                                    b.final_observations, b.actions, b.rewards, b.terminals, b.truncations,
                                    b.masks, num_threads, schedule, 0, bool(pin_threads), num_buffers)
+        self.num_buffers = self._vec.num_buffers
+        envs_per_buffer = self.num_envs // self.num_buffers
+        self._logs = [EpisodeLog(self._vec, k * envs_per_buffer, (k + 1) * envs_per_buffer)
+                      for k in range(self.num_buffers)]
+        self._check_buffer_actions = ActionChecker(self.single_action_space, self.num_agents // self.num_buffers)
 
     @classmethod
     def describe(cls) -> dict:
@@ -134,11 +132,18 @@ class NativeEnv(PufferEnv):
     def set_num_threads(self, num_threads: int) -> None:
         self._vec.set_num_threads(check_threads(num_threads))
 
+    def set_schedule(self, schedule: str) -> None:
+        self._vec.set_schedule(check_schedule(schedule))
+
+    def pool_stats(self) -> dict:
+        """Counters of the worker pool, as the native pool names them."""
+        return self._vec.pool_stats()
+
     def reset(self, seed: int | None = None):
         seed = self.seed if seed is None else check_seed(seed)
         self._vec.reset(seed)
-        self._episodes_since_log = 0
-        self._vec.collect_log(0, self.num_envs)
+        for log in self._logs:
+            log.clear()
         return self.observations, []
 
     def step(self, actions):
@@ -148,14 +153,18 @@ class NativeEnv(PufferEnv):
             actions = self._check_actions(actions)  # converts other dtypes, or raises
             np.copyto(self.actions, actions, casting="unsafe")
             ended = self._vec.step()
-        self._episodes_since_log += ended
-        infos = self._log_infos() if self._episodes_since_log >= self.num_envs else []
+        infos = self._logs[0].add(ended)
         return self.observations, self.rewards, self.terminals, self.truncations, infos
 
-    def _log_infos(self) -> list:
-        """One aggregated dict (mean episode return, length, stats) about every num_envs episodes."""
-        self._episodes_since_log = 0
-        return [self._vec.collect_log(0, self.num_envs)]
+    def submit(self, buffer: int, actions) -> None:
+        """Queues a step of buffer ``buffer`` (num_buffers > 1) and returns while it runs."""
+        if type(actions) is not np.ndarray or self._vec.submit(buffer, actions) < 0:
+            actions = self._check_buffer_actions(actions)  # converts other dtypes, or raises
+            self._vec.submit(buffer, np.ascontiguousarray(actions, dtype=self.actions.dtype))
+
+    def wait(self, buffer: int) -> list[dict]:
+        """Waits for the step of buffer ``buffer``; returns its infos."""
+        return self._logs[buffer].add(self._vec.wait(buffer))
 
     def send(self, actions) -> None:
         self._order.check_send()

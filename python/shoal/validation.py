@@ -1,0 +1,38 @@
+"""Checks of user-supplied arguments, each raising an APIUsageError that names the argument."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .errors import APIUsageError
+
+
+def is_integer(value) -> bool:
+    """True for Python and numpy integers; False for bools, which are integers only to Python."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def check_integer(value, name: str, minimum: int | None = None, maximum: int | None = None) -> int:
+    """``value`` as an int, or an APIUsageError unless it is an integer within [minimum, maximum]."""
+    in_range = is_integer(value) and (minimum is None or value >= minimum) and (maximum is None or value <= maximum)
+    if not in_range:
+        if maximum is None:
+            bounds = f" >= {minimum}" if minimum is not None else ""
+        else:
+            bounds = f" in [{minimum}, {maximum}]"
+        raise APIUsageError(f"{name} must be an integer{bounds}, got {value!r}")
+    return int(value)
+
+
+def check_bool(value, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise APIUsageError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def check_choice(value, name: str, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise APIUsageError(f"{name} must be one of {choices}, got {value!r}")
+    return value
