@@ -260,7 +260,7 @@ def test_view_copies_at_the_boundary():
 
 
 def test_view_rejects_partial_batches_and_bad_modes():
-    vec = shoal.vector.make(gym_cartpole, backend="Multiprocessing", num_envs=4, num_workers=2, batch_size=2,
+    vec = shoal.vector.make(gym_cartpole, backend="Multiprocessing", num_envs=4, num_workers=2, overwork=True, batch_size=2,
                             seed=1)
     with vec:
         with pytest.raises(APIUsageError, match="batch_size"):
@@ -501,7 +501,7 @@ def test_sb3_vecenv_reaches_gymnasium_envs_under_serial():
         for row in np.flatnonzero(dones):
             assert set(infos[row]["terminal_observation"]) == {"pos", "phase"}
     env.close()
-    mp = shoal.vector.make(gym_cartpole, backend="Multiprocessing", num_envs=2, num_workers=2, seed=1)
+    mp = shoal.vector.make(gym_cartpole, backend="Multiprocessing", num_envs=2, num_workers=2, overwork=True, seed=1)
     env = SB3VecEnv(mp)
     with pytest.raises(APIUsageError, match="other processes"):
         env.set_attr("x", 1)
@@ -519,7 +519,7 @@ def test_pufferl_trainer_contract(case, time_limit):
     if case == "serial":
         vec = serial_cartpoles()
     elif case == "multiprocessing_async":
-        vec = shoal.vector.make(gym_cartpole, backend="Multiprocessing", num_envs=4, num_workers=2,
+        vec = shoal.vector.make(gym_cartpole, backend="Multiprocessing", num_envs=4, num_workers=2, overwork=True,
                                 batch_size=2, seed=SEED)
     elif case == "multithreading":
         vec = native_cartpoles()

@@ -78,7 +78,7 @@ def test_bad_override_is_named():
 
 def test_gymnasium_env_under_multiprocessing(tmp_path):
     path = write(tmp_path, "[env]\nname = gymnasium:CartPole-v1\n[vec]\nbackend = Multiprocessing\n"
-                           "num_envs = 8\nnum_workers = 2\n[run]\nsteps = 20000\n")
+                           "num_envs = 8\nnum_workers = 2\noverwork = true\n[run]\nsteps = 20000\n")
     result = shoal("run", "--config", path)
     assert result.returncode == 0, result.stderr
     assert sps_of(result.stdout) > 0 and "backend: Multiprocessing" in result.stdout

@@ -173,23 +173,35 @@ def test_bad_actions_rejected_and_nothing_queued():
 
 
 def test_thread_count_change_drains_first():
-    with make(CartPole, backend="Multithreading", num_envs=64, batch_size=32, max_num_threads=2) as vecenv:
+    """Changing the thread count with a buffer in flight loses no step: every buffer still returns
+    exactly the Serial trajectory of its envs."""
+    with make(CartPole, backend="Serial", num_envs=64, seed=2) as serial:
+        history = [serial.reset()[0].copy()]
+        for _ in range(26):
+            history.append(serial.step(np.zeros(64, np.int32))[0].copy())
+    thread_counts = [0, 3, 1, 2]
+    with make(CartPole, backend="Multithreading", num_envs=64, batch_size=32, max_num_threads=2,
+              seed=2) as vecenv:
         vecenv.async_reset()
-        for i in range(50):
-            vecenv.recv()
+        for i in range(51):
+            obs, *_, agent_ids, _ = vecenv.recv()
+            k, step = int(agent_ids[0]) // 32, i // 2
+            np.testing.assert_array_equal(obs, history[step][k * 32:(k + 1) * 32], err_msg=f"round {i}")
             vecenv.send(np.zeros(32, np.int32))
             if i % 10 == 5:
-                vecenv.max_num_threads = [0, 3, 1, 2][i // 10 % 4]
-        vecenv.recv()
+                vecenv.max_num_threads = thread_counts[i // 10 % 4]
+        assert vecenv.max_num_threads == thread_counts[45 // 10 % 4]
 
 
 def test_pipelined_pool_leaves_a_cpu_to_the_caller():
     """Pipelined, the Python caller is busy too (policy, or stepping while it waits): the pool lets
     at most allowed CPUs - 2 workers spin, against allowed CPUs - 1 in the synchronous mode."""
     cpus = len(os.sched_getaffinity(0))
-    with make(CartPole, backend="Multithreading", num_envs=64, batch_size=32, max_num_threads=3) as piped, \
-            make(CartPole, backend="Multithreading", num_envs=64, max_num_threads=3) as sync:
-        assert piped.pool_stats()["active_limit"] == min(2, max(0, cpus - 2))
-        assert sync.pool_stats()["active_limit"] == min(2, cpus - 1)
-        piped.env._vec.set_schedule("dynamic")  # new pool options keep the reservation
-        assert piped.pool_stats()["active_limit"] == min(2, max(0, cpus - 2))
+    threads = cpus + 1  # the caller (or driver) plus one worker per CPU: the thread count caps nothing
+    with make(CartPole, backend="Multithreading", num_envs=64, batch_size=32, max_num_threads=threads) as piped, \
+            make(CartPole, backend="Multithreading", num_envs=64, max_num_threads=threads) as sync:
+        assert sync.pool_stats()["active_limit"] == cpus - 1
+        assert piped.pool_stats()["active_limit"] == max(0, cpus - 2)
+        piped.schedule = "dynamic"  # new pool options keep the reservation
+        assert piped.schedule == "dynamic"
+        assert piped.pool_stats()["active_limit"] == max(0, cpus - 2)

@@ -259,6 +259,23 @@ def test_env_exception_names_worker_env_and_traceback():
         vecenv.step(np.zeros(4, dtype=np.int32))
 
 
+def test_a_failed_step_in_flight_fails_the_async_reset_that_drains_it():
+    """As under Multiprocessing (tests/test_workers.py): a failure is reported, never dropped."""
+    with make(make_raise_on_step, env_kwargs={"step": 1}, backend=RAY, num_envs=2, num_workers=2,
+              batch_size=1) as vecenv:
+        vecenv.async_reset()
+        vecenv.recv()
+        vecenv.send(np.zeros(1, dtype=np.int32))  # this actor's env fails while the step is in flight
+        with pytest.raises(EnvError, match="RaiseOnStep: planned failure on step 1"):
+            vecenv.async_reset()
+        with pytest.raises(APIUsageError, match="reset"):
+            vecenv.recv()
+        vecenv.async_reset()
+        vecenv.recv()
+        vecenv.send(np.zeros(1, dtype=np.int32))
+        vecenv.recv()
+
+
 def test_creation_error_surfaces_at_construction():
     creators = [make_raise_on_step] * 3 + [make_raise_on_init]
     with pytest.raises(EnvError, match=r"worker 1 failed to create envs 2..3.*planned failure in __init__"):

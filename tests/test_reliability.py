@@ -47,7 +47,7 @@ def run_python(code: str, timeout: float = 60) -> subprocess.CompletedProcess:
 
 def test_keyboard_interrupt_while_waiting_in_recv(time_limit):
     time_limit(30)
-    vecenv = make(SlowStep, backend="Multiprocessing", num_envs=2, num_workers=2)
+    vecenv = make(SlowStep, backend="Multiprocessing", num_envs=2, num_workers=2, overwork=True)
     vecenv.reset()
     vecenv.send(np.zeros(2, np.int32))
     timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
@@ -82,7 +82,7 @@ def test_interpreter_exit_with_live_worker_processes():
     result = run_python("""
         import numpy as np, shoal.vector
         from envs_for_tests import make_cartpole
-        v = shoal.vector.make(make_cartpole, backend="Multiprocessing", num_envs=4, num_workers=2)
+        v = shoal.vector.make(make_cartpole, backend="Multiprocessing", num_envs=4, num_workers=2, overwork=True)
         v.reset()
         v.send(np.zeros(4, np.int32))
         print("exiting with a step in flight")
@@ -145,7 +145,7 @@ CYCLES = {
     "Serial": (make_cartpole, dict(backend="Serial", num_envs=4), 1000),
     "Multithreading": (CartPole, dict(backend="Multithreading", num_envs=64, max_num_threads=3), 1000),
     "PufferEnv": (CartPole, dict(env_kwargs={"num_envs": 64}), 1000),
-    "Multiprocessing": (make_cartpole, dict(backend="Multiprocessing", num_envs=4, num_workers=2), 1000),
+    "Multiprocessing": (make_cartpole, dict(backend="Multiprocessing", num_envs=4, num_workers=2, overwork=True), 1000),
 }
 
 

@@ -10,6 +10,8 @@ from shoal.envs import CartPole, Grid
 from shoal.errors import APIUsageError
 from shoal.vector import make, register_backend, resolve_backend, worker_layout
 
+CORES = shoal._native.physical_cores()  # what worker_layout compares num_workers with
+
 SYNC_BACKENDS = [("Serial", {}), ("Multithreading", {"max_num_threads": 2})]
 
 
@@ -84,9 +86,17 @@ def test_bad_actions_rejected_on_a_later_send(vecenv, bad, match):
 
 
 def test_int64_and_list_actions_are_accepted(vecenv):
-    vecenv.reset()
-    vecenv.step(np.arange(12, dtype=np.int64) % 5)
-    vecenv.step([0] * 12)
+    """Other integer dtypes and lists step exactly as the equivalent int32 array does."""
+    def trajectory(first, second):
+        vecenv.reset()
+        return [vecenv.step(first)[0].copy(), vecenv.step(second)[0].copy()]
+
+    expected = trajectory(np.arange(12, dtype=np.int32) % 5, np.zeros(12, dtype=np.int32))
+    got = trajectory(np.arange(12, dtype=np.int64) % 5, [0] * 12)
+    np.testing.assert_array_equal(got[0], expected[0])
+    np.testing.assert_array_equal(got[1], expected[1])
+    assert not np.array_equal(expected[0], trajectory(np.zeros(12, dtype=np.int32), [0] * 12)[0]), \
+        "the actions must matter for this comparison to mean anything"
 
 
 def test_box_actions_reject_nan_and_out_of_bounds():
@@ -187,10 +197,10 @@ def test_mismatched_spaces_across_envs_are_rejected():
 @pytest.mark.parametrize("kwargs, match", [
     (dict(num_envs=6, num_workers=4), r"num_envs \(6\) must be divisible by num_workers \(4\)"),
     (dict(num_envs=8, num_workers=2, batch_size=6), r"batch_size \(6\) must be divisible by num_envs / num_workers \(8 / 2 = 4\)"),
-    (dict(num_envs=12, num_workers=2, batch_size=12 // 2 * 1, zero_copy=True), None),
+    (dict(num_envs=12, num_workers=2, batch_size=12 // 2 * 1, zero_copy=True, overwork=True), None),
     (dict(num_envs=24, num_workers=2, batch_size=36), r"batch_size \(36\) must be <= num_envs \(24\)"),
     (dict(num_envs=36, num_workers=3, batch_size=24, zero_copy=True, overwork=True), r"zero_copy=True needs num_envs \(36\) divisible by batch_size \(24\)"),
-    (dict(num_envs=64, num_workers=64), r"num_workers \(64\) > physical cores"),
+    (dict(num_envs=CORES + 1, num_workers=CORES + 1), rf"num_workers \({CORES + 1}\) > physical cores"),
     (dict(num_envs=4, num_workers=0), "num_workers must be an integer >= 1"),
 ])
 def test_worker_layout_rules(kwargs, match):

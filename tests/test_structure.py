@@ -1,0 +1,125 @@
+"""The package's structure: no import cycles, dependencies that point down, privates kept private."""
+
+import ast
+from pathlib import Path
+
+import shoal
+
+PACKAGE_DIR = Path(shoal.__file__).parent
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE_DIR.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(path): path for path in PACKAGE_DIR.rglob("*.py")}
+
+
+def resolve(module: str, is_package: bool, level: int, target: str | None) -> str:
+    """The absolute name of ``from <level dots><target> import ...`` written in ``module``."""
+    if level == 0:
+        return target or ""
+    base = module.split(".")
+    base = base[:len(base) - level + 1] if is_package else base[:len(base) - level]
+    return ".".join(base + ([target] if target else []))
+
+
+def imports(module: str, module_level_only: bool) -> set[str]:
+    """Modules of the package that ``module`` imports: at import time only, or also inside functions
+    and by name (a string naming a module of the package, as a lazy registry holds it)."""
+    path = MODULES[module]
+    tree = ast.parse(path.read_text(), str(path))
+    is_package = path.name == "__init__.py"
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if module_level_only and isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                continue  # runs when called, not when the module is imported
+            if isinstance(child, ast.Import):
+                found.update(alias.name for alias in child.names)
+            elif not module_level_only and isinstance(child, (ast.Call, ast.Dict)):
+                found.update(lazy_imports(child))
+            elif isinstance(child, ast.ImportFrom):
+                source = resolve(module, is_package, child.level, child.module)
+                for alias in child.names:
+                    submodule = f"{source}.{alias.name}"
+                    found.add(submodule if submodule in MODULES else source)
+            visit(child)
+
+    visit(tree)
+    return {name for name in found if name in MODULES and name != module}
+
+
+def lazy_imports(node: ast.Call | ast.Dict) -> set[str]:
+    """Modules named by string where a lazy import keeps them: a call's arguments
+    (``import_module("shoal.x")``, a registry entry) or a dict's values (a name -> module table)."""
+    if isinstance(node, ast.Call):
+        values = [*node.args, *(keyword.value for keyword in node.keywords)]
+    else:
+        values = [value for key, value in zip(node.keys, node.values)
+                  if not (isinstance(key, ast.Constant) and key.value == "__module__")]
+    return {value.value for value in values if isinstance(value, ast.Constant) and value.value in MODULES}
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of the graph as a list of modules, or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state:
+                cycle = visit(nxt)
+                if cycle:
+                    return cycle
+        path.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            cycle = visit(node)
+            if cycle:
+                return cycle
+    return None
+
+
+def test_the_walk_sees_the_package():
+    assert {"shoal.vector", "shoal.backends.registry", "shoal.backends.workers.runner", "shoal.native.env"} <= set(MODULES)
+    assert "shoal.backends.workers.runner" in imports("shoal.backends.serial", module_level_only=True)
+    assert "shoal.backends.ray" in imports("shoal.backends.registry", module_level_only=False)
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_no_import_cycle_at_import_time():
+    graph = {module: imports(module, module_level_only=True) for module in MODULES}
+    assert find_cycle(graph) is None
+
+
+def test_no_import_cycle_counting_lazy_imports():
+    graph = {module: imports(module, module_level_only=False) for module in MODULES}
+    assert find_cycle(graph) is None
+
+
+def test_no_backend_imports_what_dispatches_to_it():
+    for module in MODULES:
+        if module.startswith("shoal.backends."):
+            reached = imports(module, module_level_only=False)
+            assert not reached & {"shoal.vector", "shoal.config", "shoal.cli"}, module
+
+
+def test_only_the_native_layer_touches_the_native_vector():
+    for module, path in MODULES.items():
+        if module.startswith("shoal.native"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute):
+                assert node.attr != "_vec", f"{module}:{node.lineno} reaches into NativeEnv._vec"
+                assert node.attr != "Vector", f"{module}:{node.lineno} uses _native.Vector"
