@@ -13,15 +13,15 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy: the policy must be one thread
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import argparse  # noqa: E402
-import statistics  # noqa: E402
-import time  # noqa: E402
+import argparse
+import statistics
+import time
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from shoal import benchmark  # noqa: E402
-from shoal.envs import CartPole  # noqa: E402
-from shoal.vector import make  # noqa: E402
+from shoal import benchmark
+from shoal.envs import CartPole
+from shoal.vector import make
 
 NUM_ENVS = 4096
 

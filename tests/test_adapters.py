@@ -421,6 +421,7 @@ def test_sb3_ppo_learns_and_bootstraps_from_final_observations(backend, time_lim
     pytest.importorskip("stable_baselines3")
     import torch
     from stable_baselines3 import PPO
+
     from shoal.adapters.sb3 import SB3VecEnv
 
     time_limit(240)
@@ -447,6 +448,7 @@ def test_sb3_ppo_learns_and_bootstraps_from_final_observations(backend, time_lim
 def test_sb3_vecenv_api_and_copies():
     pytest.importorskip("stable_baselines3")
     from stable_baselines3.common.vec_env import VecMonitor
+
     from shoal.adapters.sb3 import SB3VecEnv
 
     vec = native_cartpoles(limit=6)

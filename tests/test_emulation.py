@@ -2,7 +2,6 @@
 
 import string
 
-import gymnasium
 import numpy as np
 import pytest
 from gymnasium import spaces
@@ -11,13 +10,10 @@ from hypothesis import strategies as st
 
 import shoal.vector
 from shoal import APIUsageError, PufferEnv
-from shoal.emulation import (GymnasiumPufferEnv, ObservationLayout, PettingZooPufferEnv, nativize,
-                             wrap)
+from shoal.emulation import GymnasiumPufferEnv, ObservationLayout, PettingZooPufferEnv, nativize, wrap
 from shoal.seeding import env_seed, offset_seed
 
-from envs_for_tests import (BoxObsEnv, DictObsEnv, make_box_env, make_cartpole, make_dict_env,
-                            make_pz_env)
-
+from envs_for_tests import BoxObsEnv, DictObsEnv, make_box_env, make_cartpole, make_dict_env, make_pz_env
 
 # ---------------------------------------------------------------------------------------------------
 # helpers

@@ -6,7 +6,7 @@ import numbers
 import numpy as np
 import pytest
 from gymnasium import spaces
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 

@@ -19,8 +19,14 @@ from shoal.errors import APIUsageError, EnvError, WorkerError
 from shoal.pufferenv import PufferEnv
 from shoal.vector import make
 
-from envs_for_tests import (make_cartpole, make_dict_env, make_pz_env, make_raise_on_init,
-                            make_raise_on_reset, make_raise_on_step)
+from envs_for_tests import (
+    make_cartpole,
+    make_dict_env,
+    make_pz_env,
+    make_raise_on_init,
+    make_raise_on_reset,
+    make_raise_on_step,
+)
 
 MP = "Multiprocessing"
 CORES = _native.physical_cores()  # what the layout compares num_workers with
@@ -611,13 +617,13 @@ def test_orphaned_workers_exit(tmp_path):
     script.write_text(
         "import os, sys, time\n"
         "import numpy as np\n"
-        "sys.path.insert(0, %r)\n"
+        f"sys.path.insert(0, {os.path.dirname(__file__)!r})\n"
         "from envs_for_tests import make_cartpole\n"
         "from shoal.vector import make\n"
         "v = make(make_cartpole, backend='Multiprocessing', num_envs=2, num_workers=2, overwork=True)\n"
         "v.reset()\n"
         "print(*v.worker_pids, flush=True)\n"
-        "os.kill(os.getpid(), 9)\n" % os.path.dirname(__file__))
+        "os.kill(os.getpid(), 9)\n")
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=30)
     pids = [int(p) for p in out.stdout.split()]
     assert len(pids) == 2, out.stderr

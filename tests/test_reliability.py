@@ -16,7 +16,6 @@ import psutil
 import pytest
 
 from shoal.envs import CartPole
-from shoal.errors import WorkerError
 from shoal.vector import make
 
 from envs_for_tests import make_cartpole

@@ -123,3 +123,19 @@ def test_only_the_native_layer_touches_the_native_vector():
             if isinstance(node, ast.Attribute):
                 assert node.attr != "_vec", f"{module}:{node.lineno} reaches into NativeEnv._vec"
                 assert node.attr != "Vector", f"{module}:{node.lineno} uses _native.Vector"
+
+
+def test_options_are_known_without_importing_the_backend():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from shoal.config import Config\n"
+        "vec = Config('-', 'cartpole', vec={'backend': 'Ray', 'num_envs': 4, 'ray_address': 'head:6379',"
+        " 'schedule': 'static'}).effective_vec()\n"
+        "assert vec == {'backend': 'Ray', 'num_envs': 4, 'ray_address': 'head:6379'}, vec\n"
+        "assert 'shoal.backends.ray' not in sys.modules and 'ray' not in sys.modules\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr

@@ -217,7 +217,8 @@ def test_overwork_allows_more_workers_than_cores():
 
 
 def test_version_has_one_source():
-    import tomllib
     from pathlib import Path
+
+    import tomllib
     pyproject = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
     assert shoal.__version__ == pyproject["project"]["version"]

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, fields
-from typing import Callable
 
 import numpy as np
 from gymnasium import spaces
@@ -32,7 +32,7 @@ class Buffers:
 
     @classmethod
     def allocate(cls, observation_space: spaces.Box, action_space: spaces.Space, rows: int,
-                 allocator: Allocator = zeros) -> "Buffers":
+                 allocator: Allocator = zeros) -> Buffers:
         """Buffers of ``rows`` rows from ``allocator``, every mask True."""
         buf = cls.from_allocator(observation_space, action_space, rows, allocator)
         buf.masks[:] = True
@@ -40,7 +40,7 @@ class Buffers:
 
     @classmethod
     def from_allocator(cls, observation_space: spaces.Box, action_space: spaces.Space, rows: int,
-                       allocator: Allocator) -> "Buffers":
+                       allocator: Allocator) -> Buffers:
         """The arrays ``allocator`` hands out, one call per field in field order, left as they are
         (so an allocator that carves existing memory gives views of it, read-only memory included)."""
         obs_shape = (rows, *observation_space.shape)
@@ -54,11 +54,11 @@ class Buffers:
             masks=allocator((rows,), np.dtype(bool)),
         )
 
-    def rows(self, start: int, end: int) -> "Buffers":
+    def rows(self, start: int, end: int) -> Buffers:
         """Views of rows [start, end)."""
         return Buffers(**{f.name: getattr(self, f.name)[start:end] for f in fields(self)})
 
-    def check(self, observation_space: spaces.Box, action_space: spaces.Space, rows: int) -> "Buffers":
+    def check(self, observation_space: spaces.Box, action_space: spaces.Space, rows: int) -> Buffers:
         """Raises APIUsageError unless every buffer has the shape, dtype and layout the env needs."""
         expected = Buffers.allocate(observation_space, action_space, 0)
         for f in fields(self):

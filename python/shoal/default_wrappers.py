@@ -12,7 +12,8 @@ one of these three) and the env is stepped as given.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import gymnasium
 from gymnasium.wrappers import OrderEnforcing, PassiveEnvChecker, TimeLimit

@@ -55,7 +55,8 @@ PettingZoo
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import gymnasium
 import numpy as np
@@ -329,6 +330,13 @@ class _EmulatedEnv(PufferEnv):
             self.env.close()
         super().close()
 
+    def _clear_step_outputs(self) -> None:
+        """After a reset: no final observation, reward or episode end yet."""
+        self.final_observations[...] = 0
+        self.rewards[...] = 0
+        self.terminals[...] = False
+        self.truncations[...] = False
+
 
 class GymnasiumPufferEnv(_EmulatedEnv):
     """A gymnasium.Env as a one-row PufferEnv (flattened observations, same-step autoreset)."""
@@ -360,10 +368,7 @@ class GymnasiumPufferEnv(_EmulatedEnv):
         observation, info = self.env.reset(seed=env_seed(seed, 0))
         self.emulated.check(observation)
         self._write_observation(observation)
-        self.final_observations[...] = 0
-        self.rewards[...] = 0
-        self.terminals[...] = False
-        self.truncations[...] = False
+        self._clear_step_outputs()
         self.masks[...] = True
         self._episode_return = 0.0
         self._episode_length = 0
@@ -443,18 +448,17 @@ def step_box_rows(envs: list[GymnasiumPufferEnv], actions: np.ndarray, buf: Buff
     # Bound once: this loop runs once per env step.
     add_observation, add_reward = observations.append, rewards.append
     add_terminal, add_truncation = terminals.append, truncations.append
-    index = 0
-    try:
-        for index, (env, action) in enumerate(zip(envs, actions)):
+    for index, (env, action) in enumerate(zip(envs, actions)):
+        try:
             observation, reward, terminated, truncated, env_infos = env.transition(action)
-            add_observation(observation)
-            add_reward(reward)
-            add_terminal(terminated)
-            add_truncation(truncated)
-            if env_infos:
-                infos.extend(env_infos)
-    except Exception as exc:
-        raise BatchStepError(index) from exc
+        except Exception as exc:
+            raise BatchStepError(index) from exc
+        add_observation(observation)
+        add_reward(reward)
+        add_terminal(terminated)
+        add_truncation(truncated)
+        if env_infos:
+            infos.extend(env_infos)
     buf.observations[...] = observations
     buf.rewards[...] = rewards
     buf.terminals[...] = terminals
@@ -518,10 +522,7 @@ class PettingZooPufferEnv(_EmulatedEnv):
         for observation in observations.values():
             self.emulated.check(observation)
         self._write_observations(observations)
-        self.final_observations[...] = 0
-        self.rewards[...] = 0
-        self.terminals[...] = False
-        self.truncations[...] = False
+        self._clear_step_outputs()
         self._agent_returns[...] = 0
         self._episode_length = 0
         return self.observations, [info for info in infos.values() if info]

@@ -66,7 +66,7 @@ class PufferEnv:
         return self.num_agents
 
     @property
-    def driver_env(self) -> "PufferEnv":
+    def driver_env(self) -> PufferEnv:
         return self
 
     @property

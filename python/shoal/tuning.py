@@ -150,7 +150,7 @@ def cmd_bench(args, overrides) -> int:
     info = benchmark.system_info({"env": config.env_name, "config": args.config or "the embedded default config.ini",
                                   "repeats": args.repeats,
                                   "what is timed": "send+recv, random actions generated in advance, after "
-                                  "reset and warm-up; ~%.1f s per sample" % args.seconds})
+                                  f"reset and warm-up; ~{args.seconds:.1f} s per sample"})
     table = benchmark.format_markdown(f"shoal bench: {config.env_name}", info, rows,
                                       ["configuration", "median SPS", "spread", "samples", f"vs {baseline.name}"],
                                       ["spread = (max - min) / median over the repeats."])
@@ -165,7 +165,7 @@ def cmd_bench(args, overrides) -> int:
 def update_config_text(text: str, section: str, values: dict) -> str:
     """Sets ``key = value`` lines of one section in place, keeping comments, order and other sections."""
     lines = text.splitlines(keepends=True)
-    start = next((i for i, l in enumerate(lines) if l.strip() == f"[{section}]"), None)
+    start = next((i for i, line in enumerate(lines) if line.strip() == f"[{section}]"), None)
     if start is None:
         return text.rstrip("\n") + f"\n\n[{section}]\n" + "".join(f"{k} = {v}\n" for k, v in values.items())
     end = next((i for i in range(start + 1, len(lines)) if lines[i].lstrip().startswith("[")), len(lines))

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numbers
 from collections import defaultdict
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 from gymnasium import spaces

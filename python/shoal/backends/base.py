@@ -15,7 +15,8 @@ class VecEnv:
     single_observation_space, single_action_space, emulated; then calls ``_init_api()``.
     """
 
-    #: keyword arguments of vector.make() this backend accepts (beyond num_envs and seed)
+    #: keyword arguments of vector.make() a backend registered with register_backend() accepts
+    #: (beyond num_envs and seed); the built-in backends' are in backends/registry.py
     options: tuple[str, ...] = ()
 
     def _init_api(self) -> None:

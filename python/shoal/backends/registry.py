@@ -42,18 +42,25 @@ def backend_names() -> list[str]:
 
 
 def backend_options(backend: str | type) -> tuple[str, ...]:
-    """The options of a backend (a name or a resolved class), without importing it.
+    """The options of a backend (a name or a class), without importing it.
 
-    Built-in backends are described by BUILTIN; a registered class by its ``options`` attribute.
+    Built-in backends are described by BUILTIN; a registered class by its own ``options`` attribute,
+    or else by the built-in backend it derives from.
     """
     if isinstance(backend, type):
-        if backend not in _registered.values() and backend.__name__ in BUILTIN:
-            return BUILTIN[backend.__name__].options
-        return tuple(getattr(backend, "options", ()))
+        return _class_options(backend)
     name = canonical_name(backend)
-    if name in _registered:
-        return tuple(getattr(_registered[name], "options", ()))
-    return BUILTIN[name].options
+    return _class_options(_registered[name]) if name in _registered else BUILTIN[name].options
+
+
+def _class_options(cls: type) -> tuple[str, ...]:
+    for klass in cls.__mro__:
+        if "options" in vars(klass):
+            return tuple(klass.options)
+        entry = BUILTIN.get(klass.__name__)
+        if entry is not None and klass.__module__ == entry.module:
+            return entry.options
+    return ()
 
 
 def register_backend(cls: type, name: str | None = None) -> type:

@@ -38,11 +38,8 @@ class WorkerBackend(VecEnv):
         layout = self._layout = worker_layout(num_envs, num_workers, batch_size, zero_copy, self.overwork,
                                               limit_to_cores=limit_to_cores)
         self.num_envs = num_envs
-        self.num_workers = layout.num_workers
-        self.batch_size = layout.batch_size
-        self.zero_copy = layout.zero_copy
-        self.envs_per_worker = layout.envs_per_worker
-        self.workers_per_batch = layout.workers_per_batch
+        self.num_workers, self.batch_size, self.zero_copy = layout.num_workers, layout.batch_size, layout.zero_copy
+        self.envs_per_worker, self.workers_per_batch = layout.envs_per_worker, layout.workers_per_batch
 
     def _probe_driver(self, creator, args, kwargs) -> None:
         """Builds the driver env, which stays in this process and tells spaces and agents per env."""

@@ -89,14 +89,13 @@ class SliceRunner:
     def reset(self, seed: int) -> list:
         """Resets every env, env ``i`` with its share of ``seed``; returns their infos."""
         infos: list = []
-        current = 0
-        try:
-            for current, (env, first) in enumerate(self._resets):
+        for position, (env, first) in enumerate(self._resets):
+            try:
                 env_infos = env.reset(seed=offset_seed(seed, first))[1]
-                if env_infos:
-                    infos.extend(env_infos)
-        except ENV_FAILURES as exc:
-            raise SliceFailed(self._env_index(current), exc) from exc
+            except ENV_FAILURES as exc:
+                raise SliceFailed(self._env_index(position), exc) from exc
+            if env_infos:
+                infos.extend(env_infos)
         return infos
 
     def step(self) -> list:
@@ -109,14 +108,13 @@ class SliceRunner:
             except ENV_FAILURES as exc:
                 raise SliceFailed(None, exc) from exc
         infos: list = []
-        current = 0
-        try:
-            for current, (env, actions) in enumerate(self._steps):
+        for position, (env, actions) in enumerate(self._steps):
+            try:
                 env_infos = env.step(actions)[4]
-                if env_infos:
-                    infos.extend(env_infos)
-        except ENV_FAILURES as exc:
-            raise SliceFailed(self._env_index(current), exc) from exc
+            except ENV_FAILURES as exc:
+                raise SliceFailed(self._env_index(position), exc) from exc
+            if env_infos:
+                infos.extend(env_infos)
         return infos
 
     def serve(self, reset_seed: int | None) -> tuple[list, Failure | None]:
