@@ -43,7 +43,7 @@ class Policy:
             self.inputs[n] = np.ones((n, self.shape[0]), np.float32)
             self.outputs[n] = np.empty((n, self.shape[1]), np.float32)
         x, y = self.inputs[n], self.outputs[n]
-        x[:, :obs.shape[1]] = obs
+        x[:, : obs.shape[1]] = obs
         np.matmul(x, self.weights, out=y)
         return (y[:, 0] > 0).astype(np.int32)
 
@@ -81,8 +81,9 @@ def run(policy: Policy, batch_size: int, threads: int, batches: int) -> tuple[fl
     """End-to-end agent steps per second and the fraction of loop time spent in recv (waiting for
     the buffer, or stepping the rest of it alongside the driver)."""
     options = {} if threads is None else {"max_num_threads": threads}
-    with make(CartPole, backend="Multithreading", num_envs=NUM_ENVS, batch_size=batch_size, seed=0,
-              **options) as vecenv:
+    with make(
+        CartPole, backend="Multithreading", num_envs=NUM_ENVS, batch_size=batch_size, seed=0, **options
+    ) as vecenv:
         vecenv.async_reset()
         for _ in range(20):
             obs = vecenv.recv()[0]
@@ -115,9 +116,11 @@ def main() -> None:
     obs = np.random.default_rng(1).standard_normal((NUM_ENVS, 4)).astype(np.float32)
     policy_cost = min(time_once(lambda: policy(obs), 50) for _ in range(5))
 
-    configs = [("sync, default threads (T=2: all 4096 envs per batch)", NUM_ENVS, None),
-               ("2 buffers, default threads (T=1: the driver steps, the caller runs the policy)", NUM_ENVS // 2, None),
-               ("2 buffers, T=2 (driver + 1 pool worker, which stays parked: both cores are taken)", NUM_ENVS // 2, 2)]
+    configs = [
+        ("sync, default threads (T=2: all 4096 envs per batch)", NUM_ENVS, None),
+        ("2 buffers, default threads (T=1: the driver steps, the caller runs the policy)", NUM_ENVS // 2, None),
+        ("2 buffers, T=2 (driver + 1 pool worker, which stays parked: both cores are taken)", NUM_ENVS // 2, 2),
+    ]
     samples = {name: [] for name, _, _ in configs}
     waits = {name: [] for name, _, _ in configs}
     for r in range(args.repeats):
@@ -131,24 +134,39 @@ def main() -> None:
     for name, _, _ in configs:
         med = statistics.median(samples[name])
         spread = (max(samples[name]) - min(samples[name])) / med
-        rows.append([name, f"{med:,.0f}", f"{100 * spread:.0f}%",
-                     ", ".join(f"{s / 1e6:.2f}M" for s in samples[name]),
-                     f"{med / base:.2f}x", f"{100 * statistics.median(waits[name]):.0f}%"])
-    info = benchmark.system_info({
-        "env": f"shoal CartPole, {NUM_ENVS} envs",
-        "env step, one thread, all envs": f"{env_step * 1e6:.0f} us",
-        "policy": f"numpy matmul (batch x {width}) @ ({width} x {outputs}), one BLAS thread, "
-                  f"{policy_cost * 1e6:.0f} us per "
-                  f"{NUM_ENVS} observations",
-        "timed": "recv + policy + send, end to end, after 20 warm-up batches",
-        "repeats": args.repeats})
+        rows.append(
+            [
+                name,
+                f"{med:,.0f}",
+                f"{100 * spread:.0f}%",
+                ", ".join(f"{s / 1e6:.2f}M" for s in samples[name]),
+                f"{med / base:.2f}x",
+                f"{100 * statistics.median(waits[name]):.0f}%",
+            ]
+        )
+    info = benchmark.system_info(
+        {
+            "env": f"shoal CartPole, {NUM_ENVS} envs",
+            "env step, one thread, all envs": f"{env_step * 1e6:.0f} us",
+            "policy": f"numpy matmul (batch x {width}) @ ({width} x {outputs}), one BLAS thread, "
+            f"{policy_cost * 1e6:.0f} us per "
+            f"{NUM_ENVS} observations",
+            "timed": "recv + policy + send, end to end, after 20 warm-up batches",
+            "repeats": args.repeats,
+        }
+    )
     table = benchmark.format_markdown(
-        "Multithreading: synchronous vs pipelined (2 buffers)", info, rows,
+        "Multithreading: synchronous vs pipelined (2 buffers)",
+        info,
+        rows,
         ["configuration", "median SPS", "spread", "samples", "vs sync", "time in recv (waiting or stepping)"],
-        ["Bound on 2 cores: with policy cost P equal to the single-thread env cost E, perfect overlap takes "
-         "max(E, P) = E per batch and the synchronous loop E/s + P, where s is what 2 threads make of the "
-         "env step inside this loop (the pool's worker may sleep through the policy and must be woken). "
-         "The ceiling is 1 + 1/s: 1.5x if s = 2."])
+        [
+            "Bound on 2 cores: with policy cost P equal to the single-thread env cost E, perfect overlap takes "
+            "max(E, P) = E per batch and the synchronous loop E/s + P, where s is what 2 threads make of the "
+            "env step inside this loop (the pool's worker may sleep through the policy and must be woken). "
+            "The ceiling is 1 + 1/s: 1.5x if s = 2."
+        ],
+    )
     benchmark.publish(table, args.markdown)
 
 

@@ -97,17 +97,41 @@ def build(name: str, num_envs: int, workers: int, start_method: str, seed: int):
     if name == "shoal Serial":
         return ShoalRunner(make(make_cartpole, backend="Serial", num_envs=num_envs, seed=seed), seed)
     if name == "shoal Multiprocessing sync":
-        return ShoalRunner(make(make_cartpole, backend="Multiprocessing", num_envs=num_envs, seed=seed,
-                                num_workers=workers, start_method=start_method), seed)
+        return ShoalRunner(
+            make(
+                make_cartpole,
+                backend="Multiprocessing",
+                num_envs=num_envs,
+                seed=seed,
+                num_workers=workers,
+                start_method=start_method,
+            ),
+            seed,
+        )
     if name == "shoal Multiprocessing async":
-        return ShoalRunner(make(make_cartpole, backend="Multiprocessing", num_envs=num_envs, seed=seed,
-                                num_workers=workers, batch_size=num_envs // 2, zero_copy=True,
-                                start_method=start_method), seed)
+        return ShoalRunner(
+            make(
+                make_cartpole,
+                backend="Multiprocessing",
+                num_envs=num_envs,
+                seed=seed,
+                num_workers=workers,
+                batch_size=num_envs // 2,
+                zero_copy=True,
+                start_method=start_method,
+            ),
+            seed,
+        )
     raise ValueError(name)
 
 
-CONFIGS = ["gymnasium SyncVectorEnv", "shoal Serial", "gymnasium AsyncVectorEnv",
-           "shoal Multiprocessing sync", "shoal Multiprocessing async"]
+CONFIGS = [
+    "gymnasium SyncVectorEnv",
+    "shoal Serial",
+    "gymnasium AsyncVectorEnv",
+    "shoal Multiprocessing sync",
+    "shoal Multiprocessing async",
+]
 # (numerator, denominator, target) -- the goals.
 TARGETS = [
     ("shoal Serial", "gymnasium SyncVectorEnv", 1.2),
@@ -137,8 +161,9 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int, default=64_000, help="agent steps per sample")
     parser.add_argument("--warmup", type=int, default=6_400, help="agent steps before timing")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--start-method", default=default_start_method(),
-                        choices=multiprocessing.get_all_start_methods())
+    parser.add_argument(
+        "--start-method", default=default_start_method(), choices=multiprocessing.get_all_start_methods()
+    )
     parser.add_argument("--only", nargs="*", choices=CONFIGS, help="run a subset of the configurations")
     parser.add_argument("--markdown", metavar="PATH", help="also write the report to PATH")
     parser.add_argument("--seed", type=int, default=0)
@@ -155,7 +180,7 @@ def main(argv=None) -> int:
             runners[name] = build(name, args.num_envs, args.workers, args.start_method, args.seed)
             runners[name].run(args.warmup)
         for repeat in range(args.repeats):
-            order = configs[repeat % len(configs):] + configs[:repeat % len(configs)]
+            order = configs[repeat % len(configs) :] + configs[: repeat % len(configs)]
             for name in order:
                 sps = runners[name].run(args.steps)
                 samples[name].append(sps)
@@ -167,15 +192,15 @@ def main(argv=None) -> int:
     medians = {name: statistics.median(values) for name, values in samples.items()}
     lines = ["## shoal Python backends on gymnasium CartPole-v1", ""]
     lines += environment(args, load_at_start)
-    lines.append(f"- load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
-                 f"(above ~0.5 other processes shared the cores: the numbers are pessimistic)")
-    lines += ["", "| configuration | median SPS | spread (max-min)/median | samples (SPS) |",
-              "|---|---:|---:|---|"]
+    lines.append(
+        f"- load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
+        f"(above ~0.5 other processes shared the cores: the numbers are pessimistic)"
+    )
+    lines += ["", "| configuration | median SPS | spread (max-min)/median | samples (SPS) |", "|---|---:|---:|---|"]
     for name in configs:
         values = samples[name]
         spread = (max(values) - min(values)) / medians[name]
-        lines.append(f"| {name} | {medians[name]:,.0f} | {spread:.1%} | "
-                     f"{', '.join(f'{v:,.0f}' for v in values)} |")
+        lines.append(f"| {name} | {medians[name]:,.0f} | {spread:.1%} | {', '.join(f'{v:,.0f}' for v in values)} |")
     lines += ["", "| ratio of medians | value | target | met |", "|---|---:|---:|---|"]
     for numerator, denominator, target in TARGETS:
         if numerator in medians and denominator in medians:

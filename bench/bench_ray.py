@@ -39,19 +39,32 @@ def cases(scale: float) -> dict[str, list[Case]]:
     python = functools.partial(make, make_cartpole, num_envs=64, seed=0)
     return {
         "native CartPole, 4096 envs": [
-            Case("Multithreading, 2 threads", functools.partial(native, backend="Multithreading",
-                                                                max_num_threads=2), steps(2e7)),
-            Case("Ray, 2 actors x 1 thread", functools.partial(native, backend="Ray", num_workers=2,
-                                                               max_num_threads=1), steps(2e6), warmup_steps=10),
+            Case(
+                "Multithreading, 2 threads",
+                functools.partial(native, backend="Multithreading", max_num_threads=2),
+                steps(2e7),
+            ),
+            Case(
+                "Ray, 2 actors x 1 thread",
+                functools.partial(native, backend="Ray", num_workers=2, max_num_threads=1),
+                steps(2e6),
+                warmup_steps=10,
+            ),
         ],
         "gymnasium CartPole-v1, 64 envs": [
             Case("Serial", functools.partial(python, backend="Serial"), steps(1.5e5)),
-            Case("Multiprocessing, 2 workers", functools.partial(python, backend="Multiprocessing",
-                                                                 num_workers=2), steps(2e5)),
-            Case("Ray, 2 actors", functools.partial(python, backend="Ray", num_workers=2), steps(3e4),
-                 warmup_steps=10),
-            Case("Ray, 2 actors, batch_size=32", functools.partial(python, backend="Ray", num_workers=2,
-                                                                   batch_size=32), steps(3e4), warmup_steps=10),
+            Case(
+                "Multiprocessing, 2 workers",
+                functools.partial(python, backend="Multiprocessing", num_workers=2),
+                steps(2e5),
+            ),
+            Case("Ray, 2 actors", functools.partial(python, backend="Ray", num_workers=2), steps(3e4), warmup_steps=10),
+            Case(
+                "Ray, 2 actors, batch_size=32",
+                functools.partial(python, backend="Ray", num_workers=2, batch_size=32),
+                steps(3e4),
+                warmup_steps=10,
+            ),
         ],
     }
 
@@ -86,11 +99,21 @@ def main(argv=None) -> int:
             if case.name.startswith("Ray"):
                 for peer in group:
                     if not peer.name.startswith("Ray"):
-                        notes.append(f"- {title}: {case.name} is {peer.median / case.median:.1f}x slower than "
-                                     f"{peer.name}.")
-    table = benchmark.format_markdown("Ray backend vs same-machine backends", info, rows, headers, [
-        "spread = (max - min) / median over the repeats; 'vs first row' = median / median of the group's "
-        "first row.", ""] + notes)
+                        notes.append(
+                            f"- {title}: {case.name} is {peer.median / case.median:.1f}x slower than {peer.name}."
+                        )
+    table = benchmark.format_markdown(
+        "Ray backend vs same-machine backends",
+        info,
+        rows,
+        headers,
+        [
+            "spread = (max - min) / median over the repeats; 'vs first row' = median / median of the group's "
+            "first row.",
+            "",
+        ]
+        + notes,
+    )
     benchmark.publish(table, args.markdown)
     return 0
 

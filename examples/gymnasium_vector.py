@@ -1,6 +1,6 @@
 """shoal as a Gymnasium vector env: gymnasium.make_vec, Gymnasium's own wrappers, both autoreset modes.
 
-    python examples/gymnasium_vector.py --steps 1000
+python examples/gymnasium_vector.py --steps 1000
 """
 
 import argparse
@@ -21,8 +21,9 @@ def main() -> None:
     args = parser.parse_args()
 
     # 1. A bundled native env through gymnasium.make_vec (a Multithreading vector underneath).
-    envs = gymnasium.make_vec("shoal/CartPole-v1", num_envs=args.num_envs,
-                              vectorization_mode="vector_entry_point", seed=0, max_num_threads=2)
+    envs = gymnasium.make_vec(
+        "shoal/CartPole-v1", num_envs=args.num_envs, vectorization_mode="vector_entry_point", seed=0, max_num_threads=2
+    )
     envs = RecordEpisodeStatistics(envs)
     print(envs, envs.metadata["autoreset_mode"])
     obs, info = envs.reset(seed=0)
@@ -36,8 +37,7 @@ def main() -> None:
     envs.close()
 
     # 2. Any Python env under any synchronous backend, in NEXT_STEP mode for trainers that expect it.
-    vecenv = shoal.vector.make(lambda: gymnasium.make("CartPole-v1"), backend="Serial",
-                               num_envs=args.num_envs, seed=0)
+    vecenv = shoal.vector.make(lambda: gymnasium.make("CartPole-v1"), backend="Serial", num_envs=args.num_envs, seed=0)
     with GymnasiumVectorEnv(vecenv, autoreset_mode="next_step") as envs:
         obs, _ = envs.reset(seed=0)
         done_before = np.zeros(args.num_envs, dtype=bool)

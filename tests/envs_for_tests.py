@@ -25,6 +25,7 @@ except ImportError:  # pettingzoo is a test extra; the emulation layer duck-type
 # Gymnasium: structured observations
 # ---------------------------------------------------------------------------------------------------
 
+
 class DictObsEnv(gymnasium.Env):
     """Dict observation mixing float32 Box, Discrete, MultiBinary and a nested Tuple (float64 Box,
     Discrete with start=1). Rewards, terminations and infos depend on the action and np_random.
@@ -37,13 +38,14 @@ class DictObsEnv(gymnasium.Env):
     metadata = {"render_modes": []}
 
     def __init__(self, action: str = "discrete"):
-        self.observation_space = spaces.Dict({
-            "pos": spaces.Box(-10.0, 10.0, (3,), dtype=np.float32),
-            "mode": spaces.Discrete(4),
-            "flags": spaces.MultiBinary(5),
-            "nested": spaces.Tuple((spaces.Box(-1.0, 1.0, (2,), dtype=np.float64),
-                                    spaces.Discrete(3, start=1))),
-        })
+        self.observation_space = spaces.Dict(
+            {
+                "pos": spaces.Box(-10.0, 10.0, (3,), dtype=np.float32),
+                "mode": spaces.Discrete(4),
+                "flags": spaces.MultiBinary(5),
+                "nested": spaces.Tuple((spaces.Box(-1.0, 1.0, (2,), dtype=np.float64), spaces.Discrete(3, start=1))),
+            }
+        )
         if action == "discrete":
             self.action_space = spaces.Discrete(3)
         elif action == "multidiscrete":
@@ -125,6 +127,7 @@ def make_cartpole() -> gymnasium.Env:
 # Gymnasium: faults
 # ---------------------------------------------------------------------------------------------------
 
+
 class RaiseOnStep(gymnasium.Env):
     """Raises RuntimeError on its ``step``-th call to step() (1-based, counted since construction, so
     autoresets do not hide it). Box float32 (4,) observations, Discrete(2) actions, episodes of 3 steps.
@@ -180,6 +183,7 @@ def make_raise_on_init() -> gymnasium.Env:
 # ---------------------------------------------------------------------------------------------------
 # PettingZoo
 # ---------------------------------------------------------------------------------------------------
+
 
 class DeathmatchParallelEnv(ParallelEnv):
     """PettingZoo ParallelEnv with 3 agents that die at random (from the seeded np_random).

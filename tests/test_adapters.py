@@ -29,8 +29,9 @@ class CountingDictEnv(gymnasium.Env):
     """Dict observations (Box + Discrete), integer rewards, random episode ends and a time limit."""
 
     def __init__(self, limit: int = 9):
-        self.observation_space = spaces.Dict({"pos": spaces.Box(-50.0, 50.0, (2,), dtype=np.float32),
-                                              "phase": spaces.Discrete(3)})
+        self.observation_space = spaces.Dict(
+            {"pos": spaces.Box(-50.0, 50.0, (2,), dtype=np.float32), "phase": spaces.Discrete(3)}
+        )
         self.action_space = spaces.Discrete(3)
         self.limit = limit
 
@@ -59,8 +60,14 @@ def sync_cartpoles(mode: AutoresetMode, creator=gym_cartpole, num_envs: int = NU
 
 
 def native_cartpoles(num_envs: int = 8, limit: int = 25, seed: int = SEED):
-    return shoal.vector.make(CartPole, backend="Multithreading", num_envs=num_envs, max_num_threads=2,
-                             seed=seed, env_kwargs={"max_episode_steps": limit})
+    return shoal.vector.make(
+        CartPole,
+        backend="Multithreading",
+        num_envs=num_envs,
+        max_num_threads=2,
+        seed=seed,
+        env_kwargs={"max_episode_steps": limit},
+    )
 
 
 def action_stream(num_rows: int, steps: int, n: int = 2, seed: int = 5) -> np.ndarray:
@@ -79,6 +86,7 @@ def assert_tree_equal(a, b) -> None:
 # -------------------------------------------------------------------------------------------------
 # Gymnasium
 # -------------------------------------------------------------------------------------------------
+
 
 def test_view_has_gymnasium_spaces_and_mode():
     view = GymnasiumVectorEnv(native_cartpoles())
@@ -185,6 +193,7 @@ def test_record_episode_statistics_wrapper(mode):
     """Gymnasium's own RecordEpisodeStatistics sees the same episodes over the view as over SyncVectorEnv
     (SAME_STEP); in NEXT_STEP it reads the mode and counts every episode once."""
     from gymnasium.wrappers.vector import RecordEpisodeStatistics
+
     view = RecordEpisodeStatistics(GymnasiumVectorEnv(serial_cartpoles(), autoreset_mode=mode))
     ref = RecordEpisodeStatistics(sync_cartpoles(mode))
     view.reset(seed=SEED)
@@ -208,8 +217,14 @@ def test_record_episode_statistics_wrapper(mode):
 
 
 def test_make_vec_registration_runs_multithreading():
-    view = gymnasium.make_vec("shoal/CartPole-v1", num_envs=8, vectorization_mode="vector_entry_point",
-                              seed=SEED, max_num_threads=2, max_episode_steps=25)
+    view = gymnasium.make_vec(
+        "shoal/CartPole-v1",
+        num_envs=8,
+        vectorization_mode="vector_entry_point",
+        seed=SEED,
+        max_num_threads=2,
+        max_episode_steps=25,
+    )
     direct = native_cartpoles()
     with view, direct:
         assert isinstance(view, GymnasiumVectorEnv)
@@ -260,8 +275,9 @@ def test_view_copies_at_the_boundary():
 
 
 def test_view_rejects_partial_batches_and_bad_modes():
-    vec = shoal.vector.make(gym_cartpole, backend="Multiprocessing", num_envs=4, num_workers=2, overwork=True, batch_size=2,
-                            seed=1)
+    vec = shoal.vector.make(
+        gym_cartpole, backend="Multiprocessing", num_envs=4, num_workers=2, overwork=True, batch_size=2, seed=1
+    )
     with vec:
         with pytest.raises(APIUsageError, match="batch_size"):
             GymnasiumVectorEnv(vec)
@@ -275,6 +291,7 @@ def test_view_rejects_partial_batches_and_bad_modes():
 # -------------------------------------------------------------------------------------------------
 # TorchRL
 # -------------------------------------------------------------------------------------------------
+
 
 class Spy:
     """A shoal vector that logs every reset/step with copies of the arrays shoal returned."""
@@ -293,8 +310,17 @@ class Spy:
 
     def step(self, actions):
         obs, rewards, terms, truncs, infos = self.vec.step(actions)
-        self.log.append(("step", np.array(actions), obs.copy(), rewards.copy(), terms.copy(), truncs.copy(),
-                         self.vec.final_observations.copy()))
+        self.log.append(
+            (
+                "step",
+                np.array(actions),
+                obs.copy(),
+                rewards.copy(),
+                terms.copy(),
+                truncs.copy(),
+                self.vec.final_observations.copy(),
+            )
+        )
         return obs, rewards, terms, truncs, infos
 
 
@@ -327,8 +353,7 @@ def test_torchrl_gym_wrapper_rollout_matches_shoal():
         done_total += int(done.sum())
         np.testing.assert_array_equal(td["observation"][:, t].numpy(), root)
         np.testing.assert_array_equal(td["action"][:, t].numpy(), actions)
-        np.testing.assert_array_equal(td["next", "observation"][:, t].numpy(),
-                                      np.where(done[:, None], finals, obs))
+        np.testing.assert_array_equal(td["next", "observation"][:, t].numpy(), np.where(done[:, None], finals, obs))
         np.testing.assert_array_equal(td["next", "reward"][:, t, 0].numpy(), rewards)
         np.testing.assert_array_equal(td["next", "terminated"][:, t, 0].numpy(), terms)
         np.testing.assert_array_equal(td["next", "truncated"][:, t, 0].numpy(), truncs)
@@ -354,6 +379,7 @@ def test_seedless_resets_start_new_reproducible_episodes():
 def test_torchrl_refuses_next_step_view():
     pytest.importorskip("torchrl")
     from torchrl.envs import GymWrapper
+
     view = GymnasiumVectorEnv(native_cartpoles(), autoreset_mode="next_step")
     with pytest.raises(RuntimeError, match="SAME_STEP"):
         GymWrapper(view)
@@ -363,6 +389,7 @@ def test_torchrl_refuses_next_step_view():
 # -------------------------------------------------------------------------------------------------
 # stable-baselines3
 # -------------------------------------------------------------------------------------------------
+
 
 def _checking_callback(reference, gamma: float):
     """An SB3 callback that steps ``reference`` (an identical shoal vector) with PPO's actions and
@@ -393,8 +420,14 @@ def _checking_callback(reference, gamma: float):
                 np.testing.assert_array_equal(info["terminal_observation"], reference.final_observations[row])
                 assert info["TimeLimit.truncated"] == bool(truncs[row] and not terms[row])
                 assert info["episode"]["l"] > 0 and info["episode"]["r"] == info["episode"]["l"]
-                self.pending.append((self.step_in_rollout, row, bool(truncs[row] and not terms[row]),
-                                     reference.final_observations[row].copy()))
+                self.pending.append(
+                    (
+                        self.step_in_rollout,
+                        row,
+                        bool(truncs[row] and not terms[row]),
+                        reference.final_observations[row].copy(),
+                    )
+                )
             self.step_in_rollout += 1
             return True
 
@@ -435,8 +468,7 @@ def test_sb3_ppo_learns_and_bootstraps_from_final_observations(backend, time_lim
     env = SB3VecEnv(make())  # PPO(seed=SEED) calls env.seed(SEED): the next reset uses shoal seed SEED
     reference = make()
     callback = _checking_callback(reference, gamma=0.99)
-    model = PPO("MlpPolicy", env, n_steps=64, batch_size=128, n_epochs=2, gamma=0.99, device="cpu",
-                seed=SEED)
+    model = PPO("MlpPolicy", env, n_steps=64, batch_size=128, n_epochs=2, gamma=0.99, device="cpu", seed=SEED)
     model.learn(2048, callback=callback)
     assert model.num_timesteps == 2048
     assert type(callback).truncations_checked > 5 and type(callback).terminations_checked > 5
@@ -456,8 +488,12 @@ def test_sb3_vecenv_api_and_copies():
     assert env.num_envs == 8 and env.observation_space == vec.single_observation_space
     assert env.seed(3) == [env_seed(3, i) for i in range(8)]
     obs = env.reset()
-    np.testing.assert_array_equal(obs, shoal.vector.make(CartPole, backend="Serial", num_envs=8, seed=3,
-                                                         env_kwargs={"max_episode_steps": 6}).reset()[0])
+    np.testing.assert_array_equal(
+        obs,
+        shoal.vector.make(CartPole, backend="Serial", num_envs=8, seed=3, env_kwargs={"max_episode_steps": 6}).reset()[
+            0
+        ],
+    )
     obs[:] = 7.0
     assert not np.shares_memory(obs, vec.buf.observations)
     first_obs, first_rewards, first_dones, _ = env.step(np.zeros(8, dtype=np.int64))
@@ -515,14 +551,16 @@ def test_sb3_vecenv_reaches_gymnasium_envs_under_serial():
 # PufferLib's trainer contract
 # -------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("case", ["serial", "multiprocessing_async", "multithreading", "pufferenv", "grid"])
 def test_pufferl_trainer_contract(case, time_limit):
     time_limit(120)
     if case == "serial":
         vec = serial_cartpoles()
     elif case == "multiprocessing_async":
-        vec = shoal.vector.make(gym_cartpole, backend="Multiprocessing", num_envs=4, num_workers=2, overwork=True,
-                                batch_size=2, seed=SEED)
+        vec = shoal.vector.make(
+            gym_cartpole, backend="Multiprocessing", num_envs=4, num_workers=2, overwork=True, batch_size=2, seed=SEED
+        )
     elif case == "multithreading":
         vec = native_cartpoles()
     elif case == "pufferenv":

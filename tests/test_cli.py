@@ -11,8 +11,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def shoal(*args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "shoal", *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "shoal", *map(str, args)], capture_output=True, text=True, timeout=timeout
+    )
 
 
 def sps_of(output: str) -> float:
@@ -43,21 +44,26 @@ def write(tmp_path, text):
     return path
 
 
-@pytest.mark.parametrize("text, named", [
-    ("[env]\nname = cartpole\n[vec]\nbackend = Serial\nnum_envz = 4\n", "num_envz"),
-    ("[env]\nname = cartpole\n[vec]\nbackend = Serial\nnum_envs = four\n", "num_envs"),
-    ("[env]\nname = cartpole\n[vec]\nbackend = Multithreading\nmax_num_threads = -1\n", "max_num_threads"),
-    ("[env]\nname = cartpole\n[vec]\nbackend = Threads\n", "backend"),
-    ("[env]\nname = nosuchenv\n", "name"),
-    ("[env]\nname = nosuchmodule:make\n", "name"),
-    ("[vec]\nbackend = Serial\n", "name"),
-    ("[env]\nname = cartpole\n[vec]\nbackend = Multiprocessing\nnum_envs = 6\nnum_workers = 4\n", "num_workers"),
-    ("[env]\nname = cartpole\n[vec]\nbackend = Multiprocessing\nnum_envs = 8\nnum_workers = 2\nbatch_size = 6\n",
-     "batch_size"),
-    ("[env]\nname = cartpole\n[vec]\nzero_copy = maybe\n", "zero_copy"),
-    ("[env]\nname = deep\nwork = -5\n[vec]\nbackend = Serial\n", "work"),
-    ("[env]\nname = cartpole\n[extra]\nx = 1\n", "extra"),
-])
+@pytest.mark.parametrize(
+    "text, named",
+    [
+        ("[env]\nname = cartpole\n[vec]\nbackend = Serial\nnum_envz = 4\n", "num_envz"),
+        ("[env]\nname = cartpole\n[vec]\nbackend = Serial\nnum_envs = four\n", "num_envs"),
+        ("[env]\nname = cartpole\n[vec]\nbackend = Multithreading\nmax_num_threads = -1\n", "max_num_threads"),
+        ("[env]\nname = cartpole\n[vec]\nbackend = Threads\n", "backend"),
+        ("[env]\nname = nosuchenv\n", "name"),
+        ("[env]\nname = nosuchmodule:make\n", "name"),
+        ("[vec]\nbackend = Serial\n", "name"),
+        ("[env]\nname = cartpole\n[vec]\nbackend = Multiprocessing\nnum_envs = 6\nnum_workers = 4\n", "num_workers"),
+        (
+            "[env]\nname = cartpole\n[vec]\nbackend = Multiprocessing\nnum_envs = 8\nnum_workers = 2\nbatch_size = 6\n",
+            "batch_size",
+        ),
+        ("[env]\nname = cartpole\n[vec]\nzero_copy = maybe\n", "zero_copy"),
+        ("[env]\nname = deep\nwork = -5\n[vec]\nbackend = Serial\n", "work"),
+        ("[env]\nname = cartpole\n[extra]\nx = 1\n", "extra"),
+    ],
+)
 def test_bad_configs_fail_naming_the_key(tmp_path, text, named):
     path = write(tmp_path, text)
     result = shoal("run", "--config", path, "--steps", 1000)
@@ -77,8 +83,11 @@ def test_bad_override_is_named():
 
 
 def test_gymnasium_env_under_multiprocessing(tmp_path):
-    path = write(tmp_path, "[env]\nname = gymnasium:CartPole-v1\n[vec]\nbackend = Multiprocessing\n"
-                           "num_envs = 8\nnum_workers = 2\noverwork = true\n[run]\nsteps = 20000\n")
+    path = write(
+        tmp_path,
+        "[env]\nname = gymnasium:CartPole-v1\n[vec]\nbackend = Multiprocessing\n"
+        "num_envs = 8\nnum_workers = 2\noverwork = true\n[run]\nsteps = 20000\n",
+    )
     result = shoal("run", "--config", path)
     assert result.returncode == 0, result.stderr
     assert sps_of(result.stdout) > 0 and "backend: Multiprocessing" in result.stdout

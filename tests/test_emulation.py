@@ -19,6 +19,7 @@ from envs_for_tests import BoxObsEnv, DictObsEnv, make_box_env, make_cartpole, m
 # helpers
 # ---------------------------------------------------------------------------------------------------
 
+
 def assert_same_structure(actual, expected, where="obs"):
     """Bitwise equality of nested dict/tuple/array structures (dtype and shape included)."""
     if isinstance(expected, dict):
@@ -84,8 +85,7 @@ leaf_spaces = st.one_of(
     box_spaces(),
     st.builds(lambda n, start: spaces.Discrete(n, start=start), st.integers(1, 10), st.integers(-5, 5)),
     st.builds(lambda nvec: spaces.MultiDiscrete(nvec), st.lists(st.integers(1, 6), min_size=1, max_size=4)),
-    st.builds(lambda shape: spaces.MultiBinary(list(shape)),
-              st.lists(st.integers(1, 3), min_size=1, max_size=2)),
+    st.builds(lambda shape: spaces.MultiBinary(list(shape)), st.lists(st.integers(1, 3), min_size=1, max_size=2)),
 )
 keys = st.text(string.ascii_lowercase, min_size=1, max_size=4)
 observation_spaces = st.recursive(
@@ -122,15 +122,18 @@ def test_flatten_nativize_round_trip_is_exact(space, seed, batch):
 def test_arbitrary_row_bytes_survive_nativize_and_flatten(space, data):
     """Any row (NaN payloads, -0.0, out-of-bounds values) comes back bit for bit."""
     layout = ObservationLayout(space)
-    nbytes = layout.shape[0] * layout.dtype.itemsize if not layout.is_box else \
-        int(np.prod(layout.shape)) * layout.dtype.itemsize
+    nbytes = (
+        layout.shape[0] * layout.dtype.itemsize
+        if not layout.is_box
+        else int(np.prod(layout.shape)) * layout.dtype.itemsize
+    )
     raw = np.frombuffer(data.draw(st.binary(min_size=nbytes, max_size=nbytes)), np.uint8)
     if any(leaf.dtype == np.bool_ for leaf in layout.leaves):
         raw = raw & 1  # numpy bools are only defined for 0 and 1
     # Padding bytes of the bytes layout are never written by flatten: keep them zero.
     mask = np.zeros(nbytes, bool)
     for leaf in layout.leaves:
-        mask[leaf.offset:leaf.offset + leaf.nbytes] = True
+        mask[leaf.offset : leaf.offset + leaf.nbytes] = True
     raw = np.where(mask, raw, 0).astype(np.uint8)
     row = raw.view(layout.dtype).reshape(layout.shape)
     restored = nativize(row[None], layout)
@@ -141,12 +144,15 @@ def test_arbitrary_row_bytes_survive_nativize_and_flatten(space, data):
 # dtype rule, bounds, fast path
 # ---------------------------------------------------------------------------------------------------
 
+
 def test_same_dtype_leaves_give_a_box_of_that_dtype_with_bounds():
-    space = spaces.Dict({
-        "a": spaces.Discrete(5, start=-2),
-        "b": spaces.MultiDiscrete([3, 4], start=[1, 0]),
-        "c": spaces.Box(-7, 9, (2,), dtype=np.int64),
-    })
+    space = spaces.Dict(
+        {
+            "a": spaces.Discrete(5, start=-2),
+            "b": spaces.MultiDiscrete([3, 4], start=[1, 0]),
+            "c": spaces.Box(-7, 9, (2,), dtype=np.int64),
+        }
+    )
     layout = ObservationLayout(space)
     assert not layout.is_bytes and not layout.is_box
     assert layout.dtype == np.int64
@@ -173,8 +179,7 @@ def test_mixed_dtypes_give_aligned_bytes():
     assert layout.flat_space == spaces.Box(0, 255, (layout.row_bytes,), np.uint8)
     by_path = {leaf.path: leaf for leaf in layout.leaves}
     # Dict keys in sorted (space) order: flags, mode, nested, pos
-    assert [leaf.path for leaf in layout.leaves] == [
-        ("flags",), ("mode",), ("nested", 0), ("nested", 1), ("pos",)]
+    assert [leaf.path for leaf in layout.leaves] == [("flags",), ("mode",), ("nested", 0), ("nested", 1), ("pos",)]
     assert by_path[("flags",)].dtype == np.int8 and by_path[("mode",)].dtype == np.int64
     for leaf in layout.leaves:
         assert leaf.offset % leaf.dtype.itemsize == 0
@@ -230,6 +235,7 @@ def test_wrong_observation_shape_at_reset_is_reported():
 # wrap() errors and actions
 # ---------------------------------------------------------------------------------------------------
 
+
 class NotAnEnv:
     pass
 
@@ -256,8 +262,9 @@ def test_wrap_rejects_aec_envs():
         wrap(parallel_to_aec(make_pz_env()))
 
 
-@pytest.mark.parametrize("space", [spaces.MultiBinary(3), spaces.Dict({"a": spaces.Discrete(2)}),
-                                   spaces.Discrete(3, start=1)])
+@pytest.mark.parametrize(
+    "space", [spaces.MultiBinary(3), spaces.Dict({"a": spaces.Discrete(2)}), spaces.Discrete(3, start=1)]
+)
 def test_unsupported_action_spaces_fail_at_wrap_time(space):
     env = BoxObsEnv()
     env.action_space = space
@@ -312,8 +319,8 @@ def test_box_action_in_float64_space():
 # same-step autoreset against the raw env
 # ---------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("creator,kind", [(make_dict_env, "dict"), (make_box_env, "box"),
-                                          (make_cartpole, "cartpole")])
+
+@pytest.mark.parametrize("creator,kind", [(make_dict_env, "dict"), (make_box_env, "box"), (make_cartpole, "cartpole")])
 def test_same_step_autoreset_matches_raw_env(creator, kind):
     seed, steps = 11, 400
     env, raw = wrap(creator(), seed=seed), creator()
@@ -423,15 +430,18 @@ def test_close_closes_the_env_once():
 # seeding
 # ---------------------------------------------------------------------------------------------------
 
+
 def trajectory(env, steps=60, action_seed=0):
-    actions = np.random.default_rng(action_seed).integers(0, env.single_action_space.n,
-                                                         (steps, env.num_agents)).astype(np.int32)
+    actions = (
+        np.random.default_rng(action_seed)
+        .integers(0, env.single_action_space.n, (steps, env.num_agents))
+        .astype(np.int32)
+    )
     obs, _ = env.reset()
     out = [obs.copy()]
     for a in actions:
         obs, rewards, terminals, truncations, _ = env.step(a)
-        out += [obs.copy(), rewards.copy(), terminals.copy(), truncations.copy(),
-                env.final_observations.copy()]
+        out += [obs.copy(), rewards.copy(), terminals.copy(), truncations.copy(), env.final_observations.copy()]
     return out
 
 
@@ -464,6 +474,7 @@ def test_bad_seed_is_rejected():
 # PettingZoo
 # ---------------------------------------------------------------------------------------------------
 
+
 def test_pettingzoo_rows_masks_and_dead_agents():
     seed, steps = 21, 300
     env, raw = wrap(make_pz_env(), seed=seed), make_pz_env()
@@ -482,7 +493,8 @@ def test_pettingzoo_rows_masks_and_dead_agents():
         obs, rewards, terminals, truncations, infos = env.step(actions[t])
         live = list(raw.agents)
         raw_obs, raw_rew, raw_term, raw_trunc, raw_infos = raw.step(
-            {agent: int(actions[t, agents.index(agent)]) for agent in live})
+            {agent: int(actions[t, agents.index(agent)]) for agent in live}
+        )
         episode_over = not raw.agents
         for i, agent in enumerate(agents):
             present = agent in raw_obs
@@ -501,8 +513,7 @@ def test_pettingzoo_rows_masks_and_dead_agents():
                     np.testing.assert_array_equal(obs[i], raw_obs[agent])
                 else:
                     assert not obs[i].any()
-        assert [info for info in infos if "killed" in info] == \
-            [raw_infos[a] for a in agents if raw_infos.get(a)]
+        assert [info for info in infos if "killed" in info] == [raw_infos[a] for a in agents if raw_infos.get(a)]
         if episode_over:
             counts["resets"] += 1
             assert infos[-1]["episode_length"] == raw.t
@@ -552,6 +563,7 @@ def wrap_step_checker(step, raw):
         assert set(actions) == set(raw.agents), (actions, raw.agents)
         assert all(type(a) is int for a in actions.values())
         return step(actions)
+
     return checked
 
 
@@ -571,6 +583,7 @@ def test_pettingzoo_spaces_must_match():
 # through the Serial backend
 # ---------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("creator", [make_dict_env, make_pz_env, make_cartpole])
 def test_serial_equals_wrapped_envs_stepped_by_hand(creator):
     num_envs, seed, steps = 4, 3, 120
@@ -580,22 +593,20 @@ def test_serial_equals_wrapped_envs_stepped_by_hand(creator):
     assert vec.emulated == by_hand[0].emulated
     assert vec.single_observation_space == by_hand[0].single_observation_space
     assert vec.num_agents == rows * num_envs
-    actions = np.random.default_rng(0).integers(0, vec.single_action_space.n,
-                                                (steps, rows * num_envs)).astype(np.int32)
+    actions = np.random.default_rng(0).integers(0, vec.single_action_space.n, (steps, rows * num_envs)).astype(np.int32)
 
     obs, infos = vec.reset()
     hand_infos = []
     for i, env in enumerate(by_hand):
         hand_obs, env_infos = env.reset(seed=offset_seed(seed, i))
         hand_infos += env_infos
-        assert obs[i * rows:(i + 1) * rows].tobytes() == hand_obs.tobytes()
+        assert obs[i * rows : (i + 1) * rows].tobytes() == hand_obs.tobytes()
     assert infos == hand_infos
     episode_ends = 0
     for t in range(steps):
         obs, rewards, terminals, truncations, infos = vec.step(actions[t])
-        hand = [env.step(actions[t, i * rows:(i + 1) * rows]) for i, env in enumerate(by_hand)]
-        for name, array in (("obs", obs), ("rewards", rewards), ("terminals", terminals),
-                            ("truncations", truncations)):
+        hand = [env.step(actions[t, i * rows : (i + 1) * rows]) for i, env in enumerate(by_hand)]
+        for name, array in (("obs", obs), ("rewards", rewards), ("terminals", terminals), ("truncations", truncations)):
             index = {"obs": 0, "rewards": 1, "terminals": 2, "truncations": 3}[name]
             expected = np.concatenate([h[index] for h in hand])
             assert array.tobytes() == expected.tobytes(), (name, t)
@@ -609,7 +620,7 @@ def test_serial_equals_wrapped_envs_stepped_by_hand(creator):
     # The vector's env i is the wrapped env seeded with env_seed(3, i).
     raw = creator()
     raw_obs, _ = raw.reset(seed=env_seed(seed, 2))
-    first = vec.reset()[0][2 * rows:3 * rows]
+    first = vec.reset()[0][2 * rows : 3 * rows]
     if rows == 1:
         assert first[0].tobytes() == vec.emulated.flatten(raw_obs).tobytes()
     vec.close()
@@ -618,6 +629,7 @@ def test_serial_equals_wrapped_envs_stepped_by_hand(creator):
 # ---------------------------------------------------------------------------------------------------
 # the PufferEnv API of a wrapped env, and faults
 # ---------------------------------------------------------------------------------------------------
+
 
 def test_wrapped_env_serves_the_vector_api():
     env = wrap(make_dict_env(), seed=5)

@@ -22,7 +22,8 @@ def test_example_runs(script):
     args, needs, expected = CASES[script]
     if needs is not None:
         pytest.importorskip(needs)
-    result = subprocess.run([sys.executable, str(EXAMPLES / script), *args],
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLES / script), *args], capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0, f"{script} failed:\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}"
     assert expected in result.stdout, result.stdout[-2000:]

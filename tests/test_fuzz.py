@@ -24,10 +24,24 @@ action_spaces = st.one_of(
     st.integers(1, 9).map(spaces.Discrete),
     st.lists(st.integers(1, 6), min_size=1, max_size=3).map(spaces.MultiDiscrete),
     st.tuples(st.floats(-5, 0), st.floats(0.1, 5), st.integers(1, 3)).map(
-        lambda t: spaces.Box(t[0], t[1], (t[2],), np.float32)),
+        lambda t: spaces.Box(t[0], t[1], (t[2],), np.float32)
+    ),
 )
-dtypes = st.sampled_from([np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint32, np.float16,
-                          np.float32, np.float64, np.bool_, np.complex64])
+dtypes = st.sampled_from(
+    [
+        np.int8,
+        np.int16,
+        np.int32,
+        np.int64,
+        np.uint8,
+        np.uint32,
+        np.float16,
+        np.float32,
+        np.float64,
+        np.bool_,
+        np.complex64,
+    ]
+)
 
 
 def is_valid(space, rows, array) -> bool:
@@ -77,12 +91,14 @@ def test_bad_actions_never_reach_a_live_vector(num_envs, threads, data):
     with make(CartPole, backend="Multithreading", num_envs=num_envs, max_num_threads=threads) as vecenv:
         vecenv.reset(1)
         before = vecenv.buf.observations.copy()
-        bad = data.draw(st.one_of(
-            hnp.arrays(np.int32, st.integers(0, 8).filter(lambda n: n != num_envs)),
-            hnp.arrays(np.int64, num_envs, elements=st.integers(2, 2**40) | st.integers(-2**40, -1)),
-            hnp.arrays(np.float64, num_envs),
-            st.just(np.full(num_envs, np.nan)),
-        ))
+        bad = data.draw(
+            st.one_of(
+                hnp.arrays(np.int32, st.integers(0, 8).filter(lambda n: n != num_envs)),
+                hnp.arrays(np.int64, num_envs, elements=st.integers(2, 2**40) | st.integers(-(2**40), -1)),
+                hnp.arrays(np.float64, num_envs),
+                st.just(np.full(num_envs, np.nan)),
+            )
+        )
         with pytest.raises(APIUsageError):
             vecenv.send(bad)
         np.testing.assert_array_equal(vecenv.buf.observations, before)
@@ -94,6 +110,7 @@ counts = st.one_of(st.integers(-3, 70), st.floats(-2, 70), st.sampled_from([None
 def layout_is_valid(num_envs, num_workers, batch_size, zero_copy, overwork) -> bool:
     def count(x):
         return isinstance(x, numbers.Integral) and not isinstance(x, bool) and x >= 1
+
     if not count(num_envs):
         return False
     workers = min(CORES, num_envs) if num_workers in (None, "auto") else num_workers
@@ -118,10 +135,14 @@ def test_worker_layout_rejects_iff_invalid(num_envs, num_workers, batch_size, ze
 
 
 @FUZZ
-@given(num_envs=counts, seed=st.one_of(st.integers(-5, 2**65), st.sampled_from([None, 1.0, "3"])),
-       backend=st.sampled_from(["Serial", "Multithreading", "serial", "Nope", 3]),
-       extra=st.dictionaries(st.sampled_from(["num_workers", "max_num_threads", "bogus", "batch_size"]),
-                             st.integers(-1, 5), max_size=2))
+@given(
+    num_envs=counts,
+    seed=st.one_of(st.integers(-5, 2**65), st.sampled_from([None, 1.0, "3"])),
+    backend=st.sampled_from(["Serial", "Multithreading", "serial", "Nope", 3]),
+    extra=st.dictionaries(
+        st.sampled_from(["num_workers", "max_num_threads", "bogus", "batch_size"]), st.integers(-1, 5), max_size=2
+    ),
+)
 def test_make_rejects_before_any_env_is_created(num_envs, seed, backend, extra):
     created = []
 
@@ -129,6 +150,7 @@ def test_make_rejects_before_any_env_is_created(num_envs, seed, backend, extra):
         def __init__(self, *args, **kwargs):
             created.append(1)
             super().__init__(*args, **kwargs)
+
     Counted.__module__ = __name__
     try:
         vecenv = make(Counted, backend=backend, num_envs=num_envs, seed=seed, **extra)
@@ -142,13 +164,29 @@ def test_make_rejects_before_any_env_is_created(num_envs, seed, backend, extra):
     assert str(backend).lower() in ("serial", "multithreading")
 
 
-VEC_VALUES = st.sampled_from(["1", "0", "-1", "auto", "true", "false", "maybe", "static", "dynamic", "Serial",
-                              "Multithreading", "fork", "64", "x", ""])
+VEC_VALUES = st.sampled_from(
+    [
+        "1",
+        "0",
+        "-1",
+        "auto",
+        "true",
+        "false",
+        "maybe",
+        "static",
+        "dynamic",
+        "Serial",
+        "Multithreading",
+        "fork",
+        "64",
+        "x",
+        "",
+    ]
+)
 
 
 @FUZZ
-@given(st.dictionaries(st.sampled_from(sorted(shoal_config.VEC_KEYS) + ["bogus", "threads"]), VEC_VALUES,
-                       max_size=5))
+@given(st.dictionaries(st.sampled_from(sorted(shoal_config.VEC_KEYS) + ["bogus", "threads"]), VEC_VALUES, max_size=5))
 def test_config_rejects_iff_a_key_or_value_is_invalid(tmp_path_factory, vec):
     path = tmp_path_factory.mktemp("cfg") / "config.ini"
     path.write_text("[env]\nname = cartpole\n[vec]\n" + "".join(f"{k} = {v}\n" for k, v in vec.items()))

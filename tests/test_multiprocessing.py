@@ -45,6 +45,7 @@ def bounded(time_limit):
 # Native test envs (PufferEnv subclasses)
 # ---------------------------------------------------------------------------------------------------
 
+
 class WalkEnv(PufferEnv):
     """``num_agents`` random walkers with one seeded generator per env object.
 
@@ -132,10 +133,12 @@ def make_walk(**kwargs):
 # Helpers
 # ---------------------------------------------------------------------------------------------------
 
+
 def helper_pids():
     """Long-lived multiprocessing helpers (not workers): the resource tracker and the fork server."""
     pids = set()
     from multiprocessing import forkserver, resource_tracker
+
     tracker_pid = getattr(resource_tracker._resource_tracker, "_pid", None)
     server_pid = getattr(forkserver._forkserver, "_forkserver_pid", None)
     pids.update(p for p in (tracker_pid, server_pid) if p)
@@ -203,12 +206,20 @@ def per_env_rollout(vecenv, steps: int, seed: int = 7) -> list:
             rows = slice(i * agents, (i + 1) * agents)
             np.testing.assert_array_equal(ids[rows], np.arange(env * agents, (env + 1) * agents))
             done = terminals[rows] | truncations[rows]
-            records[env].append((obs[rows].copy(), rewards[rows].copy(), terminals[rows].copy(),
-                                 truncations[rows].copy(), masks[rows].copy(), final[rows][done].copy()))
+            records[env].append(
+                (
+                    obs[rows].copy(),
+                    rewards[rows].copy(),
+                    terminals[rows].copy(),
+                    truncations[rows].copy(),
+                    masks[rows].copy(),
+                    final[rows][done].copy(),
+                )
+            )
             actions.append(table[env][min(len(records[env]) - 1, steps)])
         vecenv.send(np.concatenate(actions))
     vecenv.recv()
-    return [r[:steps + 1] for r in records]
+    return [r[: steps + 1] for r in records]
 
 
 def assert_same_trajectories(expected: list, got: list, label: str) -> None:
@@ -256,9 +267,18 @@ def serial_reference(kind: str) -> list:
 # API contract
 # ---------------------------------------------------------------------------------------------------
 
+
 def test_attributes_and_shapes():
-    with make(make_walk, env_kwargs={"num_agents": 3}, backend=MP, num_envs=8, num_workers=2, overwork=True,
-              batch_size=4, seed=3) as vecenv:
+    with make(
+        make_walk,
+        env_kwargs={"num_agents": 3},
+        backend=MP,
+        num_envs=8,
+        num_workers=2,
+        overwork=True,
+        batch_size=4,
+        seed=3,
+    ) as vecenv:
         assert vecenv.num_envs == 8
         assert vecenv.num_workers == 2
         assert vecenv.batch_size == 4
@@ -311,8 +331,9 @@ def test_large_and_unpicklable_infos():
             infos = vecenv.step(np.zeros(4, dtype=np.int32))[4]
             expected = 4 if t % 3 == 0 else 0
             assert len(infos) == expected and all(len(i["blob"]) == 100_000 for i in infos)
-    with make(BigInfoWalkEnv, env_kwargs={"unpicklable": True}, backend=MP, num_envs=2,
-              num_workers=2, overwork=True) as vecenv:
+    with make(
+        BigInfoWalkEnv, env_kwargs={"unpicklable": True}, backend=MP, num_envs=2, num_workers=2, overwork=True
+    ) as vecenv:
         vecenv.reset()
         with pytest.raises(EnvError, match="could not send infos"):
             for _ in range(6):
@@ -320,8 +341,10 @@ def test_large_and_unpicklable_infos():
 
 
 def test_gymnasium_attributes():
-    with make(make_dict_env, backend=MP, num_envs=4, num_workers=2, overwork=True) as vecenv, \
-            make(make_dict_env, backend="Serial", num_envs=4) as serial:
+    with (
+        make(make_dict_env, backend=MP, num_envs=4, num_workers=2, overwork=True) as vecenv,
+        make(make_dict_env, backend="Serial", num_envs=4) as serial,
+    ):
         assert vecenv.single_observation_space == serial.single_observation_space
         assert vecenv.emulated == serial.emulated
         assert vecenv.num_agents == 4
@@ -331,6 +354,7 @@ def test_gymnasium_attributes():
 # Parity with Serial
 # ---------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("mode", list(MODES))
 @pytest.mark.parametrize("kind", list(ENV_KINDS))
 def test_parity_with_serial(kind, mode):
@@ -339,8 +363,17 @@ def test_parity_with_serial(kind, mode):
     expected = serial_reference(kind)
     # Episodes must end inside the comparison, by termination and by truncation somewhere.
     assert any(r[2].any() for traj in expected for r in traj), "no termination in the reference"
-    with make(creator, env_kwargs=kwargs, backend=MP, num_envs=num_envs, num_workers=num_workers,
-              batch_size=batch_size, zero_copy=zero_copy, sync_traj=sync_traj, overwork=True) as vecenv:
+    with make(
+        creator,
+        env_kwargs=kwargs,
+        backend=MP,
+        num_envs=num_envs,
+        num_workers=num_workers,
+        batch_size=batch_size,
+        zero_copy=zero_copy,
+        sync_traj=sync_traj,
+        overwork=True,
+    ) as vecenv:
         got = per_env_rollout(vecenv, STEPS)
     assert_same_trajectories(expected, got, f"{kind} / {mode}")
 
@@ -352,14 +385,12 @@ def test_parity_internal_envs_and_per_env_kwargs():
     with make(creators, env_kwargs=kwargs, backend="Serial", num_envs=6) as serial:
         expected = per_env_rollout(serial, 200)
     for workers in (1, 2, 3):
-        with make(creators, env_kwargs=kwargs, backend=MP, num_envs=6, num_workers=workers,
-                  overwork=True) as vecenv:
+        with make(creators, env_kwargs=kwargs, backend=MP, num_envs=6, num_workers=workers, overwork=True) as vecenv:
             assert_same_trajectories(expected, per_env_rollout(vecenv, 200), f"{workers} workers")
 
 
 def test_sync_traj_returns_workers_in_send_order():
-    with make(make_walk, backend=MP, num_envs=4, num_workers=4, batch_size=1, sync_traj=True,
-              overwork=True) as vecenv:
+    with make(make_walk, backend=MP, num_envs=4, num_workers=4, batch_size=1, sync_traj=True, overwork=True) as vecenv:
         vecenv.async_reset()
         order = []
         for _ in range(12):
@@ -386,18 +417,22 @@ def test_reset_while_steps_in_flight():
 # Validation
 # ---------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("options, match", [
-    ({"num_envs": 6, "num_workers": 4, "overwork": True}, r"num_envs \(6\) must be divisible by num_workers \(4\)"),
-    ({"num_envs": 8, "num_workers": 2, "batch_size": 2}, r"batch_size \(2\) must be divisible"),
-    ({"num_envs": 6, "num_workers": 3, "batch_size": 3, "overwork": True}, r"batch_size \(3\) must be divisible"),
-    ({"num_envs": 6, "num_workers": 6, "batch_size": 4, "overwork": True}, r"zero_copy=True needs num_envs \(6\)"),
-    ({"num_envs": CORES + 1, "num_workers": CORES + 1}, rf"num_workers \({CORES + 1}\) > physical cores"),
-    ({"num_envs": 4, "num_workers": 2, "bogus": 1}, r"invalid argument.*bogus"),
-    ({"num_envs": 4, "num_workers": 2, "overwork": True, "start_method": "thread"}, r"start_method must be one of"),
-    ({"num_envs": 4, "num_workers": 2, "overwork": True, "zero_copy": "yes"}, r"zero_copy must be True or False"),
-    ({"num_envs": 4, "num_workers": 2, "overwork": True, "sync_traj": 1}, r"sync_traj must be True or False"),
-    ({"num_envs": 4, "num_workers": 0}, r"num_workers must be an integer >= 1"),
-])
+
+@pytest.mark.parametrize(
+    "options, match",
+    [
+        ({"num_envs": 6, "num_workers": 4, "overwork": True}, r"num_envs \(6\) must be divisible by num_workers \(4\)"),
+        ({"num_envs": 8, "num_workers": 2, "batch_size": 2}, r"batch_size \(2\) must be divisible"),
+        ({"num_envs": 6, "num_workers": 3, "batch_size": 3, "overwork": True}, r"batch_size \(3\) must be divisible"),
+        ({"num_envs": 6, "num_workers": 6, "batch_size": 4, "overwork": True}, r"zero_copy=True needs num_envs \(6\)"),
+        ({"num_envs": CORES + 1, "num_workers": CORES + 1}, rf"num_workers \({CORES + 1}\) > physical cores"),
+        ({"num_envs": 4, "num_workers": 2, "bogus": 1}, r"invalid argument.*bogus"),
+        ({"num_envs": 4, "num_workers": 2, "overwork": True, "start_method": "thread"}, r"start_method must be one of"),
+        ({"num_envs": 4, "num_workers": 2, "overwork": True, "zero_copy": "yes"}, r"zero_copy must be True or False"),
+        ({"num_envs": 4, "num_workers": 2, "overwork": True, "sync_traj": 1}, r"sync_traj must be True or False"),
+        ({"num_envs": 4, "num_workers": 0}, r"num_workers must be an integer >= 1"),
+    ],
+)
 def test_validation_before_any_process(options, match):
     calls = []
 
@@ -412,8 +447,7 @@ def test_validation_before_any_process(options, match):
 
 
 def test_zero_copy_false_allows_uneven_batches():
-    with make(make_walk, backend=MP, num_envs=6, num_workers=6, batch_size=4, zero_copy=False,
-              overwork=True) as vecenv:
+    with make(make_walk, backend=MP, num_envs=6, num_workers=6, batch_size=4, zero_copy=False, overwork=True) as vecenv:
         vecenv.async_reset()
         obs = vecenv.recv()[0]
         assert obs.shape == (4, 3)
@@ -471,6 +505,7 @@ def test_bad_box_actions():
 # Faults
 # ---------------------------------------------------------------------------------------------------
 
+
 def test_env_exception_names_worker_and_env():
     creators = [make_raise_on_step] * 8
     kwargs = [{"step": 3 if i == 5 else 10**9} for i in range(8)]
@@ -496,8 +531,9 @@ def test_env_exception_names_worker_and_env():
 def test_native_env_exception_in_async_mode():
     creators = [FailingWalkEnv] * 4
     kwargs = [{"fail_at": 6 if i == 2 else 10**9} for i in range(4)]
-    with make(creators, env_kwargs=kwargs, backend=MP, num_envs=4, num_workers=2, overwork=True, batch_size=2,
-              sync_traj=False) as vecenv:
+    with make(
+        creators, env_kwargs=kwargs, backend=MP, num_envs=4, num_workers=2, overwork=True, batch_size=2, sync_traj=False
+    ) as vecenv:
         vecenv.async_reset()
         # "First ready" batching promises no fairness over a few rounds (on 2 cores worker 0 and the
         # caller can ping-pong while worker 1 waits for a CPU), so step until worker 1 got there.
@@ -563,6 +599,7 @@ def test_segfault_in_worker():
                     faulthandler.disable()  # pytest's handler would print this worker's stack
                     os.kill(os.getpid(), signal.SIGSEGV)
                 return original(actions)
+
             env.step = crash
         return env
 
@@ -577,6 +614,7 @@ def test_segfault_in_worker():
 # Shutdown
 # ---------------------------------------------------------------------------------------------------
 
+
 def test_close_twice_and_context_manager():
     vecenv = make(make_walk, backend=MP, num_envs=4, num_workers=2, overwork=True)
     pids = vecenv.worker_pids
@@ -584,8 +622,7 @@ def test_close_twice_and_context_manager():
     vecenv.close()
     vecenv.close()
     assert vecenv.closed
-    assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-                   for pid in pids)
+    assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in pids)
 
 
 def test_close_with_step_in_flight():
@@ -613,6 +650,7 @@ def test_orphaned_workers_exit(tmp_path):
     """A caller killed without closing: its workers notice and exit on their own."""
     import subprocess
     import sys
+
     script = tmp_path / "orphan.py"
     script.write_text(
         "import os, sys, time\n"
@@ -623,7 +661,8 @@ def test_orphaned_workers_exit(tmp_path):
         "v = make(make_cartpole, backend='Multiprocessing', num_envs=2, num_workers=2, overwork=True)\n"
         "v.reset()\n"
         "print(*v.worker_pids, flush=True)\n"
-        "os.kill(os.getpid(), 9)\n")
+        "os.kill(os.getpid(), 9)\n"
+    )
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=30)
     pids = [int(p) for p in out.stdout.split()]
     assert len(pids) == 2, out.stderr
@@ -636,6 +675,7 @@ def test_orphaned_workers_exit(tmp_path):
 # ---------------------------------------------------------------------------------------------------
 # Idle CPU
 # ---------------------------------------------------------------------------------------------------
+
 
 def idle_cpu_seconds(vecenv, seconds=1.0) -> float:
     workers = [psutil.Process(pid) for pid in vecenv.worker_pids]
@@ -666,24 +706,35 @@ def test_idle_workers_use_no_cpu(batch_size):
 # Start methods
 # ---------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("method", [m for m in ("fork", "spawn", "forkserver")
-                                    if m in multiprocessing.get_all_start_methods()])
+
+@pytest.mark.parametrize(
+    "method", [m for m in ("fork", "spawn", "forkserver") if m in multiprocessing.get_all_start_methods()]
+)
 def test_start_methods_with_lambda_creator(method):
     max_steps = 6
     creator = lambda buf=None: WalkEnv(num_agents=2, max_steps=max_steps, buf=buf)  # noqa: E731  (a closure on purpose)
     with make(creator, backend="Serial", num_envs=4) as serial:
         expected = per_env_rollout(serial, 30)
-    with make(creator, backend=MP, num_envs=4, num_workers=2, overwork=True, batch_size=2, start_method=method) as vecenv:
+    with make(
+        creator, backend=MP, num_envs=4, num_workers=2, overwork=True, batch_size=2, start_method=method
+    ) as vecenv:
         assert vecenv.start_method == method
         assert_same_trajectories(expected, per_env_rollout(vecenv, 30), method)
-    with make(lambda: make_dict_env(max_episode_steps=7), backend=MP, num_envs=2, num_workers=2, overwork=True,
-              start_method=method) as vecenv:
+    with make(
+        lambda: make_dict_env(max_episode_steps=7),
+        backend=MP,
+        num_envs=2,
+        num_workers=2,
+        overwork=True,
+        start_method=method,
+    ) as vecenv:
         obs, _ = vecenv.reset()
         assert obs.shape[0] == 2
 
 
 def test_unpicklable_creator_for_spawn():
     import threading
+
     lock = threading.Lock()
 
     def creator(buf=None):

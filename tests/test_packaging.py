@@ -18,17 +18,31 @@ def test_package_is_marked_typed():
 
 
 def test_stub_matches_the_compiled_module():
-    result = subprocess.run([sys.executable, "-m", "mypy.stubtest", "shoal._native", "--allowlist",
-                             str(ROOT / "tests" / "stubtest_allowlist.txt")], capture_output=True, text=True,
-                            timeout=300)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy.stubtest",
+            "shoal._native",
+            "--allowlist",
+            str(ROOT / "tests" / "stubtest_allowlist.txt"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_stub_is_regenerated_from_the_bindings(tmp_path):
     # pybind11-stubgen output for the built module must equal the committed stub: regenerate it
     # with `pybind11-stubgen shoal._native -o python` after changing cpp/src/bindings.cpp.
-    subprocess.run([sys.executable, "-m", "pybind11_stubgen", "shoal._native", "-o", str(tmp_path)],
-                   check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "pybind11_stubgen", "shoal._native", "-o", str(tmp_path)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     fresh = (tmp_path / "shoal" / "_native.pyi").read_text()
     committed = (ROOT / "python" / "shoal" / "_native.pyi").read_text()
     assert fresh == committed
@@ -48,13 +62,24 @@ def test_cibuildwheel_steps_build_repair_install_and_test_a_wheel(tmp_path):
     env = {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
 
     def run(*command, cwd=tmp_path):
-        result = subprocess.run([str(part) for part in command], cwd=cwd, capture_output=True, text=True,
-                                timeout=900, env=env)
+        result = subprocess.run(
+            [str(part) for part in command], cwd=cwd, capture_output=True, text=True, timeout=900, env=env
+        )
         assert result.returncode == 0, f"{command}\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
         return result.stdout
 
-    run(sys.executable, "-m", "pip", "wheel", ROOT, "--no-deps", "-w", dist,
-        "--config-settings", f"build-dir={tmp_path / 'build'}")
+    run(
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        ROOT,
+        "--no-deps",
+        "-w",
+        dist,
+        "--config-settings",
+        f"build-dir={tmp_path / 'build'}",
+    )
     (wheel,) = dist.glob("shoal-*.whl")
     run(sys.executable, "-m", "auditwheel", "repair", wheel, "-w", repaired)
     (manylinux_wheel,) = repaired.glob("shoal-*.whl")

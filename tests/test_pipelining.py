@@ -33,9 +33,16 @@ def serial_reference(name, rounds):
         history = [dict(obs=obs.copy(), masks=vecenv.buf.masks.copy())]
         for t in range(rounds):
             obs, rewards, terminals, truncations, _ = vecenv.step(actions[t])
-            history.append(dict(obs=obs.copy(), rewards=rewards.copy(), terminals=terminals.copy(),
-                                truncations=truncations.copy(), masks=vecenv.buf.masks.copy(),
-                                finals=vecenv.buf.final_observations.copy()))
+            history.append(
+                dict(
+                    obs=obs.copy(),
+                    rewards=rewards.copy(),
+                    terminals=terminals.copy(),
+                    truncations=truncations.copy(),
+                    masks=vecenv.buf.masks.copy(),
+                    finals=vecenv.buf.final_observations.copy(),
+                )
+            )
         return agents, actions, history
 
 
@@ -51,8 +58,15 @@ def test_per_env_trajectories_match_serial(reference, num_buffers, threads, time
     name, agents, actions, history = reference
     batch = NUM_ENVS // num_buffers
     rows = batch * agents
-    with make(BUNDLED[name], backend="Multithreading", num_envs=NUM_ENVS, batch_size=batch, seed=4,
-              max_num_threads=threads, env_kwargs=KWARGS.get(name, {})) as vecenv:
+    with make(
+        BUNDLED[name],
+        backend="Multithreading",
+        num_envs=NUM_ENVS,
+        batch_size=batch,
+        seed=4,
+        max_num_threads=threads,
+        env_kwargs=KWARGS.get(name, {}),
+    ) as vecenv:
         assert vecenv.agents_per_batch == rows and vecenv.num_buffers == num_buffers
         vecenv.async_reset()
         steps_done = [0] * num_buffers
@@ -83,13 +97,15 @@ def test_send_returns_while_the_driver_steps_and_the_gil_is_free(time_limit):
     time_limit(60)
     # ~40 us per env step x 512 envs per buffer: ~20 ms per buffer step on one thread (about half
     # of that once the waiting caller helps the driver).
-    with make(Deep, backend="Multithreading", num_envs=1024, batch_size=512, max_num_threads=1,
-              env_kwargs={"work": 20000}) as vecenv:
+    with make(
+        Deep, backend="Multithreading", num_envs=1024, batch_size=512, max_num_threads=1, env_kwargs={"work": 20000}
+    ) as vecenv:
         vecenv.async_reset()
         vecenv.recv()
         ticks = []
-        spinner = threading.Thread(target=lambda: [ticks.append(time.perf_counter()) or time.sleep(0)
-                                                   for _ in range(20000)])
+        spinner = threading.Thread(
+            target=lambda: [ticks.append(time.perf_counter()) or time.sleep(0) for _ in range(20000)]
+        )
         start = time.perf_counter()
         vecenv.send(np.zeros(512, np.int32))
         sent = time.perf_counter() - start
@@ -109,8 +125,9 @@ def test_waiting_caller_steps_envs_instead_of_sleeping(time_limit):
     time_limit(60)
     # One buffer step is ~20 ms of env work; the caller waits for it right away, so it should
     # spend most of that wait stepping chunks itself (thread CPU time), not asleep.
-    with make(Deep, backend="Multithreading", num_envs=1024, batch_size=512, max_num_threads=1,
-              env_kwargs={"work": 20000}) as vecenv:
+    with make(
+        Deep, backend="Multithreading", num_envs=1024, batch_size=512, max_num_threads=1, env_kwargs={"work": 20000}
+    ) as vecenv:
         vecenv.async_reset()
         for _ in range(2):  # buffer 0, then buffer 1, each handed back to the driver at once
             vecenv.recv()
@@ -127,8 +144,9 @@ def test_close_with_buffers_in_flight_is_clean(time_limit):
     process = psutil.Process()
     baseline = process.num_threads()
     for _ in range(20):
-        vecenv = make(Deep, backend="Multithreading", num_envs=64, batch_size=16, max_num_threads=2,
-                      env_kwargs={"work": 5000})
+        vecenv = make(
+            Deep, backend="Multithreading", num_envs=64, batch_size=16, max_num_threads=2, env_kwargs={"work": 5000}
+        )
         vecenv.async_reset()
         for _ in range(4):
             vecenv.recv()
@@ -139,8 +157,10 @@ def test_close_with_buffers_in_flight_is_clean(time_limit):
 
 
 def test_async_reset_resets_every_buffer():
-    with make(CartPole, backend="Multithreading", num_envs=8, batch_size=4, seed=9) as vecenv, \
-            make(CartPole, backend="Serial", num_envs=8, seed=9) as serial:
+    with (
+        make(CartPole, backend="Multithreading", num_envs=8, batch_size=4, seed=9) as vecenv,
+        make(CartPole, backend="Serial", num_envs=8, seed=9) as serial,
+    ):
         reset_obs, _ = serial.reset()
         vecenv.async_reset()
         for _ in range(6):
@@ -180,13 +200,12 @@ def test_thread_count_change_drains_first():
         for _ in range(26):
             history.append(serial.step(np.zeros(64, np.int32))[0].copy())
     thread_counts = [0, 3, 1, 2]
-    with make(CartPole, backend="Multithreading", num_envs=64, batch_size=32, max_num_threads=2,
-              seed=2) as vecenv:
+    with make(CartPole, backend="Multithreading", num_envs=64, batch_size=32, max_num_threads=2, seed=2) as vecenv:
         vecenv.async_reset()
         for i in range(51):
             obs, *_, agent_ids, _ = vecenv.recv()
             k, step = int(agent_ids[0]) // 32, i // 2
-            np.testing.assert_array_equal(obs, history[step][k * 32:(k + 1) * 32], err_msg=f"round {i}")
+            np.testing.assert_array_equal(obs, history[step][k * 32 : (k + 1) * 32], err_msg=f"round {i}")
             vecenv.send(np.zeros(32, np.int32))
             if i % 10 == 5:
                 vecenv.max_num_threads = thread_counts[i // 10 % 4]
@@ -198,8 +217,10 @@ def test_pipelined_pool_leaves_a_cpu_to_the_caller():
     at most allowed CPUs - 2 workers spin, against allowed CPUs - 1 in the synchronous mode."""
     cpus = len(os.sched_getaffinity(0))
     threads = cpus + 1  # the caller (or driver) plus one worker per CPU: the thread count caps nothing
-    with make(CartPole, backend="Multithreading", num_envs=64, batch_size=32, max_num_threads=threads) as piped, \
-            make(CartPole, backend="Multithreading", num_envs=64, max_num_threads=threads) as sync:
+    with (
+        make(CartPole, backend="Multithreading", num_envs=64, batch_size=32, max_num_threads=threads) as piped,
+        make(CartPole, backend="Multithreading", num_envs=64, max_num_threads=threads) as sync,
+    ):
         assert sync.pool_stats()["active_limit"] == cpus - 1
         assert piped.pool_stats()["active_limit"] == max(0, cpus - 2)
         piped.schedule = "dynamic"  # new pool options keep the reservation

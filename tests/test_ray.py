@@ -51,8 +51,9 @@ def make_cartpole():
 def cluster():
     """A 2-CPU Ray head in a subprocess, joined by this process; its address."""
     env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
-    head = subprocess.Popen([sys.executable, "-c", HEAD_SCRIPT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            text=True, env=env)
+    head = subprocess.Popen(
+        [sys.executable, "-c", HEAD_SCRIPT], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+    )
     signal.alarm(HEAD_START_S)
     try:
         address = head.stdout.readline().strip()
@@ -95,8 +96,13 @@ def wait_gone(pids, timeout: float = 10.0) -> list:
 
 def run_script(code: str, *args, timeout: float = 80) -> str:
     """Runs a Python script; on timeout kills it with every process it started (Ray included)."""
-    process = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code), *args], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, cwd=HERE)
+    process = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=HERE,
+    )
     try:
         stdout, stderr = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -174,11 +180,12 @@ def env_trajectories(vecenv, steps: int, seed: int) -> list:
         final = vecenv.final_observations
         for i, env in enumerate(ids):
             done = terminals[i] | truncations[i]
-            records[env].append((obs[i].copy(), rewards[i], terminals[i], truncations[i], masks[i],
-                                 final[i].copy() if done else None))
+            records[env].append(
+                (obs[i].copy(), rewards[i], terminals[i], truncations[i], masks[i], final[i].copy() if done else None)
+            )
         vecenv.send(table[ids, np.minimum([len(records[e]) - 1 for e in ids], steps)])
     vecenv.recv()
-    return [r[:steps + 1] for r in records]
+    return [r[: steps + 1] for r in records]
 
 
 BATCH_STEPS = 300
@@ -197,8 +204,17 @@ def test_batching_matches_serial_env_by_env(mode):
     num_workers, batch_size, zero_copy, sync_traj = BATCH_MODES[mode]
     with make(make_cartpole, backend="Serial", num_envs=8, seed=21) as vecenv:
         expected = env_trajectories(vecenv, BATCH_STEPS, 21)
-    with make(make_cartpole, backend=RAY, num_envs=8, seed=21, num_workers=num_workers, batch_size=batch_size,
-              zero_copy=zero_copy, sync_traj=sync_traj, overwork=True) as vecenv:
+    with make(
+        make_cartpole,
+        backend=RAY,
+        num_envs=8,
+        seed=21,
+        num_workers=num_workers,
+        batch_size=batch_size,
+        zero_copy=zero_copy,
+        sync_traj=sync_traj,
+        overwork=True,
+    ) as vecenv:
         assert vecenv.agents_per_batch == batch_size
         got = env_trajectories(vecenv, BATCH_STEPS, 21)
     for env, (a, b) in enumerate(zip(expected, got)):
@@ -208,8 +224,9 @@ def test_batching_matches_serial_env_by_env(mode):
 
 
 def test_zero_copy_blocks_and_sync_traj_order():
-    with make(make_cartpole, backend=RAY, num_envs=4, num_workers=4, batch_size=2, sync_traj=True,
-              overwork=True) as vecenv:
+    with make(
+        make_cartpole, backend=RAY, num_envs=4, num_workers=4, batch_size=2, sync_traj=True, overwork=True
+    ) as vecenv:
         vecenv.async_reset(0)
         for expected_first in [0, 2, 0, 2, 0]:
             ids = vecenv.recv()[5]
@@ -220,6 +237,7 @@ def test_zero_copy_blocks_and_sync_traj_order():
 # ---------------------------------------------------------------------------------------------------
 # Faults
 # ---------------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("in_flight", [False, True])
 def test_killed_actor_raises_worker_error_quickly(in_flight):
@@ -261,8 +279,9 @@ def test_env_exception_names_worker_env_and_traceback():
 
 def test_a_failed_step_in_flight_fails_the_async_reset_that_drains_it():
     """As under Multiprocessing (tests/test_workers.py): a failure is reported, never dropped."""
-    with make(make_raise_on_step, env_kwargs={"step": 1}, backend=RAY, num_envs=2, num_workers=2,
-              batch_size=1) as vecenv:
+    with make(
+        make_raise_on_step, env_kwargs={"step": 1}, backend=RAY, num_envs=2, num_workers=2, batch_size=1
+    ) as vecenv:
         vecenv.async_reset()
         vecenv.recv()
         vecenv.send(np.zeros(1, dtype=np.int32))  # this actor's env fails while the step is in flight
@@ -286,6 +305,7 @@ def test_creation_error_surfaces_at_construction():
 # Close and connection ownership
 # ---------------------------------------------------------------------------------------------------
 
+
 def test_close_kills_actors_and_leaves_the_joined_cluster(cluster):
     vecenv = make(make_cartpole, backend=RAY, num_envs=4, num_workers=2, ray_address=cluster)
     vecenv.reset()
@@ -303,7 +323,8 @@ def test_close_kills_actors_and_leaves_the_joined_cluster(cluster):
 
 def test_join_by_address_from_another_process(cluster):
     """A process that joins by ray_address disconnects on close(); the cluster and others survive."""
-    out = run_script("""
+    out = run_script(
+        """
         import sys
         import gymnasium, ray
         from shoal.vector import make
@@ -315,7 +336,9 @@ def test_join_by_address_from_another_process(cluster):
         print(*vecenv.worker_pids)
         vecenv.close()
         assert not ray.is_initialized()
-    """, cluster)
+    """,
+        cluster,
+    )
     assert not wait_gone(int(p) for p in out.split())
     assert ray.cluster_resources().get("CPU") == 2
 
@@ -349,7 +372,8 @@ def test_local_instance_is_started_and_shut_down():
 
 
 def test_missing_ray_names_the_extra():
-    run_script("""
+    run_script(
+        """
         import sys
         sys.modules["ray"] = None  # import ray now fails as if it were not installed
         import gymnasium
@@ -361,24 +385,30 @@ def test_missing_ray_names_the_extra():
             assert "shoal[ray]" in str(error), error
         else:
             raise AssertionError("no error without ray")
-    """, timeout=60)
+    """,
+        timeout=60,
+    )
 
 
 # ---------------------------------------------------------------------------------------------------
 # Validation
 # ---------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("creator, options, match", [
-    (make_cartpole, {"num_workers": 3}, r"num_envs \(4\) must be divisible by num_workers \(3\)"),
-    (make_cartpole, {"num_workers": 2, "batch_size": 3}, r"batch_size \(3\) must be divisible"),
-    (make_cartpole, {"num_workers": 2, "batch_size": 2, "zero_copy": "yes"}, "zero_copy must be True or False"),
-    (make_cartpole, {"num_workers": 4}, r"num_workers \(4\) x 1 CPU.*2 CPUs.*overwork=True"),
-    (make_cartpole, {"num_workers": 2, "max_num_threads": 2}, "max_num_threads .*native envs"),
-    (CartPole, {"num_workers": 2, "max_num_threads": 2}, r"max_num_threads.*2 CPUs.*overwork=True"),
-    (CartPole, {"num_workers": 2, "max_num_threads": -1}, "max_num_threads must be an integer"),
-    (make_cartpole, {"num_workers": 2, "ray_address": 6379}, "ray_address must be"),
-    (make_cartpole, {"num_workers": 2, "start_method": "fork"}, "invalid argument.*start_method"),
-])
+
+@pytest.mark.parametrize(
+    "creator, options, match",
+    [
+        (make_cartpole, {"num_workers": 3}, r"num_envs \(4\) must be divisible by num_workers \(3\)"),
+        (make_cartpole, {"num_workers": 2, "batch_size": 3}, r"batch_size \(3\) must be divisible"),
+        (make_cartpole, {"num_workers": 2, "batch_size": 2, "zero_copy": "yes"}, "zero_copy must be True or False"),
+        (make_cartpole, {"num_workers": 4}, r"num_workers \(4\) x 1 CPU.*2 CPUs.*overwork=True"),
+        (make_cartpole, {"num_workers": 2, "max_num_threads": 2}, "max_num_threads .*native envs"),
+        (CartPole, {"num_workers": 2, "max_num_threads": 2}, r"max_num_threads.*2 CPUs.*overwork=True"),
+        (CartPole, {"num_workers": 2, "max_num_threads": -1}, "max_num_threads must be an integer"),
+        (make_cartpole, {"num_workers": 2, "ray_address": 6379}, "ray_address must be"),
+        (make_cartpole, {"num_workers": 2, "start_method": "fork"}, "invalid argument.*start_method"),
+    ],
+)
 def test_validation_errors(creator, options, match):
     with pytest.raises(APIUsageError, match=match):
         make(creator, backend=RAY, num_envs=4, **options)
@@ -403,8 +433,9 @@ def test_reset_while_steps_in_flight():
     with make(make_cartpole, backend="Serial", num_envs=4, seed=4) as vecenv:
         expected, _ = vecenv.reset(8)
         expected = expected.copy()
-    with make(make_cartpole, backend=RAY, num_envs=4, num_workers=4, batch_size=1, overwork=True,
-              sync_traj=False, seed=4) as vecenv:
+    with make(
+        make_cartpole, backend=RAY, num_envs=4, num_workers=4, batch_size=1, overwork=True, sync_traj=False, seed=4
+    ) as vecenv:
         vecenv.async_reset(1)
         vecenv.recv()
         vecenv.send(np.zeros(1, dtype=np.int32))
@@ -439,7 +470,7 @@ def test_create_step_close_cycles_leak_nothing(cluster, time_limit):
         cycle()
     before, rss_before = resources(), process.memory_info().rss
     pids = []
-    for _ in range(int(os.environ.get('SHOAL_RAY_CYCLES', 1000))):
+    for _ in range(int(os.environ.get("SHOAL_RAY_CYCLES", 1000))):
         pids += cycle()
     assert not wait_gone(pids, timeout=30), "actor processes outlived their vector"
     deadline = time.monotonic() + 10

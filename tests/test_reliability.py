@@ -38,10 +38,10 @@ class SlowStep(gymnasium.Env):
 
 def run_python(code: str, timeout: float = 60) -> subprocess.CompletedProcess:
     """Runs code in a fresh interpreter that can import this folder's test envs."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(__file__),
-                                                        os.environ.get("PYTHONPATH", "")]))
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=timeout, env=env)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(__file__), os.environ.get("PYTHONPATH", "")]))
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=timeout, env=env
+    )
 
 
 def test_keyboard_interrupt_while_waiting_in_recv(time_limit):
@@ -59,12 +59,12 @@ def test_keyboard_interrupt_while_waiting_in_recv(time_limit):
     started = time.monotonic()
     vecenv.close()
     assert time.monotonic() - started < 4
-    assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-                   for pid in pids)
+    assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in pids)
 
 
 def test_interpreter_exit_with_a_live_pool():
-    result = run_python("""
+    result = run_python(
+        """
         import numpy as np, shoal.vector
         from shoal.envs import CartPole
         v = shoal.vector.make(CartPole, backend="Multithreading", num_envs=512, max_num_threads=3)
@@ -72,26 +72,32 @@ def test_interpreter_exit_with_a_live_pool():
         for _ in range(50):
             v.step(np.zeros(512, np.int32))
         print("exiting with the pool alive")
-    """, timeout=30)
+    """,
+        timeout=30,
+    )
     assert result.returncode == 0, result.stderr
     assert "exiting with the pool alive" in result.stdout
 
 
 def test_interpreter_exit_with_live_worker_processes():
-    result = run_python("""
+    result = run_python(
+        """
         import numpy as np, shoal.vector
         from envs_for_tests import make_cartpole
         v = shoal.vector.make(make_cartpole, backend="Multiprocessing", num_envs=4, num_workers=2, overwork=True)
         v.reset()
         v.send(np.zeros(4, np.int32))
         print("exiting with a step in flight")
-    """, timeout=30)
+    """,
+        timeout=30,
+    )
     assert result.returncode == 0, result.stderr
     assert "exiting with a step in flight" in result.stdout
 
 
 def test_fork_after_the_pool_started():
-    result = run_python("""
+    result = run_python(
+        """
         import os, numpy as np, shoal.vector
         from shoal.envs import CartPole
         v = shoal.vector.make(CartPole, backend="Multithreading", num_envs=256, max_num_threads=3, seed=1)
@@ -110,7 +116,9 @@ def test_fork_after_the_pool_started():
         v.step(np.ones(256, np.int32))
         v.close()
         print("child status", os.waitstatus_to_exitcode(status))
-    """, timeout=60)
+    """,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr
     assert "child status 0" in result.stdout
 

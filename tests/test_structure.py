@@ -21,7 +21,7 @@ def resolve(module: str, is_package: bool, level: int, target: str | None) -> st
     if level == 0:
         return target or ""
     base = module.split(".")
-    base = base[:len(base) - level + 1] if is_package else base[:len(base) - level]
+    base = base[: len(base) - level + 1] if is_package else base[: len(base) - level]
     return ".".join(base + ([target] if target else []))
 
 
@@ -58,8 +58,11 @@ def lazy_imports(node: ast.Call | ast.Dict) -> set[str]:
     if isinstance(node, ast.Call):
         values = [*node.args, *(keyword.value for keyword in node.keywords)]
     else:
-        values = [value for key, value in zip(node.keys, node.values)
-                  if not (isinstance(key, ast.Constant) and key.value == "__module__")]
+        values = [
+            value
+            for key, value in zip(node.keys, node.values)
+            if not (isinstance(key, ast.Constant) and key.value == "__module__")
+        ]
     return {value.value for value in values if isinstance(value, ast.Constant) and value.value in MODULES}
 
 
@@ -73,7 +76,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         path.append(node)
         for nxt in sorted(graph[node]):
             if state.get(nxt) == 1:
-                return path[path.index(nxt):] + [nxt]
+                return path[path.index(nxt) :] + [nxt]
             if nxt not in state:
                 cycle = visit(nxt)
                 if cycle:
@@ -91,7 +94,9 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 
 def test_the_walk_sees_the_package():
-    assert {"shoal.vector", "shoal.backends.registry", "shoal.backends.workers.runner", "shoal.native.env"} <= set(MODULES)
+    assert {"shoal.vector", "shoal.backends.registry", "shoal.backends.workers.runner", "shoal.native.env"} <= set(
+        MODULES
+    )
     assert "shoal.backends.workers.runner" in imports("shoal.backends.serial", module_level_only=True)
     assert "shoal.backends.ray" in imports("shoal.backends.registry", module_level_only=False)
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]

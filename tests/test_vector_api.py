@@ -64,15 +64,18 @@ def test_call_order_is_enforced(vecenv):
         vecenv.recv()
 
 
-@pytest.mark.parametrize("bad, match", [
-    (np.zeros(11, dtype=np.int32), "shape"),
-    (np.zeros((12, 1), dtype=np.int32), "shape"),
-    (np.zeros(12, dtype=np.float32), "integers"),
-    (np.full(12, 5, dtype=np.int32), "out of range"),
-    (np.full(12, -1, dtype=np.int64), "out of range"),
-    (np.full(12, 2**40, dtype=np.int64), "out of range"),
-    ("left", "numpy array|shape"),
-])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        (np.zeros(11, dtype=np.int32), "shape"),
+        (np.zeros((12, 1), dtype=np.int32), "shape"),
+        (np.zeros(12, dtype=np.float32), "integers"),
+        (np.full(12, 5, dtype=np.int32), "out of range"),
+        (np.full(12, -1, dtype=np.int64), "out of range"),
+        (np.full(12, 2**40, dtype=np.int64), "out of range"),
+        ("left", "numpy array|shape"),
+    ],
+)
 def test_bad_actions_rejected_on_a_later_send(vecenv, bad, match):
     vecenv.reset()
     for _ in range(3):
@@ -87,6 +90,7 @@ def test_bad_actions_rejected_on_a_later_send(vecenv, bad, match):
 
 def test_int64_and_list_actions_are_accepted(vecenv):
     """Other integer dtypes and lists step exactly as the equivalent int32 array does."""
+
     def trajectory(first, second):
         vecenv.reset()
         return [vecenv.step(first)[0].copy(), vecenv.step(second)[0].copy()]
@@ -95,12 +99,14 @@ def test_int64_and_list_actions_are_accepted(vecenv):
     got = trajectory(np.arange(12, dtype=np.int64) % 5, [0] * 12)
     np.testing.assert_array_equal(got[0], expected[0])
     np.testing.assert_array_equal(got[1], expected[1])
-    assert not np.array_equal(expected[0], trajectory(np.zeros(12, dtype=np.int32), [0] * 12)[0]), \
+    assert not np.array_equal(expected[0], trajectory(np.zeros(12, dtype=np.int32), [0] * 12)[0]), (
         "the actions must matter for this comparison to mean anything"
+    )
 
 
 def test_box_actions_reject_nan_and_out_of_bounds():
     from shoal.spaces import ActionChecker
+
     check = ActionChecker(spaces.Box(-1, 1, (2,), np.float32), 3)
     check(np.zeros((3, 2)))
     for bad in (np.full((3, 2), np.nan), np.full((3, 2), 1.5), np.full((3, 2), -np.inf)):
@@ -112,6 +118,7 @@ def test_box_actions_reject_nan_and_out_of_bounds():
 
 def test_multidiscrete_ranges_checked_per_dimension():
     from shoal.spaces import ActionChecker
+
     check = ActionChecker(spaces.MultiDiscrete([2, 5]), 2)
     check(np.array([[1, 4], [0, 0]]))
     with pytest.raises(APIUsageError, match="out of range"):
@@ -160,6 +167,7 @@ def test_backend_by_class_or_name():
 
     class Custom(shoal.vector.Serial):
         pass
+
     with pytest.raises(APIUsageError, match="not registered"):
         make(CartPole, backend=Custom, num_envs=2)
     register_backend(Custom)
@@ -190,19 +198,29 @@ def test_per_env_creator_lists_are_checked():
 
 def test_mismatched_spaces_across_envs_are_rejected():
     from shoal.envs import Squared
+
     with pytest.raises(APIUsageError, match="env 1 (has single_observation_space|does not fit)"):
         make([CartPole, Squared], backend="Serial", num_envs=2)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(num_envs=6, num_workers=4), r"num_envs \(6\) must be divisible by num_workers \(4\)"),
-    (dict(num_envs=8, num_workers=2, batch_size=6), r"batch_size \(6\) must be divisible by num_envs / num_workers \(8 / 2 = 4\)"),
-    (dict(num_envs=12, num_workers=2, batch_size=12 // 2 * 1, zero_copy=True, overwork=True), None),
-    (dict(num_envs=24, num_workers=2, batch_size=36), r"batch_size \(36\) must be <= num_envs \(24\)"),
-    (dict(num_envs=36, num_workers=3, batch_size=24, zero_copy=True, overwork=True), r"zero_copy=True needs num_envs \(36\) divisible by batch_size \(24\)"),
-    (dict(num_envs=CORES + 1, num_workers=CORES + 1), rf"num_workers \({CORES + 1}\) > physical cores"),
-    (dict(num_envs=4, num_workers=0), "num_workers must be an integer >= 1"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(num_envs=6, num_workers=4), r"num_envs \(6\) must be divisible by num_workers \(4\)"),
+        (
+            dict(num_envs=8, num_workers=2, batch_size=6),
+            r"batch_size \(6\) must be divisible by num_envs / num_workers \(8 / 2 = 4\)",
+        ),
+        (dict(num_envs=12, num_workers=2, batch_size=12 // 2 * 1, zero_copy=True, overwork=True), None),
+        (dict(num_envs=24, num_workers=2, batch_size=36), r"batch_size \(36\) must be <= num_envs \(24\)"),
+        (
+            dict(num_envs=36, num_workers=3, batch_size=24, zero_copy=True, overwork=True),
+            r"zero_copy=True needs num_envs \(36\) divisible by batch_size \(24\)",
+        ),
+        (dict(num_envs=CORES + 1, num_workers=CORES + 1), rf"num_workers \({CORES + 1}\) > physical cores"),
+        (dict(num_envs=4, num_workers=0), "num_workers must be an integer >= 1"),
+    ],
+)
 def test_worker_layout_rules(kwargs, match):
     if match is None:
         layout = worker_layout(**kwargs)
@@ -220,5 +238,6 @@ def test_version_has_one_source():
     from pathlib import Path
 
     import tomllib
+
     pyproject = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
     assert shoal.__version__ == pyproject["project"]["version"]

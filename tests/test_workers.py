@@ -24,12 +24,12 @@ def bounded(time_limit):
 @pytest.mark.parametrize("backend", sorted(BACKENDS))
 def test_a_failing_step_names_the_env_and_needs_a_reset(backend):
     kwargs = [{"step": 100}, {"step": 100}, {"step": 100}, {"step": 2}]
-    with make([make_raise_on_step] * 4, env_kwargs=kwargs, backend=backend, num_envs=4,
-              **BACKENDS[backend]) as vecenv:
+    with make([make_raise_on_step] * 4, env_kwargs=kwargs, backend=backend, num_envs=4, **BACKENDS[backend]) as vecenv:
         vecenv.reset()
         vecenv.step(np.zeros(4, np.int32))
-        with pytest.raises(EnvError, match=r"env 3\b.*raised RuntimeError: RaiseOnStep: planned failure on step 2") \
-                as info:
+        with pytest.raises(
+            EnvError, match=r"env 3\b.*raised RuntimeError: RaiseOnStep: planned failure on step 2"
+        ) as info:
             vecenv.step(np.zeros(4, np.int32))
         assert not isinstance(info.value, WorkerError)
         with pytest.raises(APIUsageError, match="reset"):
@@ -46,8 +46,15 @@ def test_a_failing_reset_names_the_env(backend):
 
 
 def test_a_failed_step_in_flight_fails_the_async_reset_that_drains_it():
-    with make(make_raise_on_step, env_kwargs={"step": 1}, backend="Multiprocessing", num_envs=2, num_workers=2,
-              batch_size=1, overwork=True) as vecenv:
+    with make(
+        make_raise_on_step,
+        env_kwargs={"step": 1},
+        backend="Multiprocessing",
+        num_envs=2,
+        num_workers=2,
+        batch_size=1,
+        overwork=True,
+    ) as vecenv:
         vecenv.async_reset()
         vecenv.recv()
         vecenv.send(np.zeros(1, np.int32))  # this worker's env fails while the step is in flight
@@ -71,7 +78,7 @@ def test_carved_arrays_are_aligned_and_disjoint():
         assert np.shares_memory(array, memory)
         assert array.__array_interface__["data"][0] % ALIGNMENT == memory.__array_interface__["data"][0] % ALIGNMENT
     for i, a in enumerate(arrays):
-        for b in arrays[i + 1:]:
+        for b in arrays[i + 1 :]:
             assert not np.shares_memory(a, b)
     assert carver.nbytes <= memory.nbytes
 
@@ -84,8 +91,16 @@ def test_layout_names_each_workers_envs():
 
 def test_integer_arguments_accept_numpy_integers_and_reject_bools():
     from shoal.envs import CartPole
-    with make(CartPole, backend="Multithreading", num_envs=np.int64(4), batch_size=np.int64(2),
-              max_num_threads=np.int32(1), seed=np.uint64(3), env_kwargs={"max_episode_steps": np.int64(9)}) as vecenv:
+
+    with make(
+        CartPole,
+        backend="Multithreading",
+        num_envs=np.int64(4),
+        batch_size=np.int64(2),
+        max_num_threads=np.int32(1),
+        seed=np.uint64(3),
+        env_kwargs={"max_episode_steps": np.int64(9)},
+    ) as vecenv:
         assert vecenv.batch_size == 2 and vecenv.max_num_threads == 1
     assert worker_layout(np.int64(4), num_workers=np.int64(2), batch_size=np.int16(2), overwork=True).num_workers == 2
     for bad in ({"num_envs": True}, {"batch_size": True}, {"max_num_threads": False}, {"seed": True}):

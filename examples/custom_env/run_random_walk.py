@@ -1,6 +1,6 @@
 """Loads the template env built by CMakeLists.txt here and steps it with the native thread pool.
 
-    python run_random_walk.py build/random_walk.so
+python run_random_walk.py build/random_walk.so
 """
 
 import sys
@@ -12,8 +12,9 @@ import shoal.vector
 
 RandomWalk = shoal.native.load_env(sys.argv[1], "random_walk", "RandomWalk")
 
-with shoal.vector.make(RandomWalk, backend="Multithreading", num_envs=256, max_num_threads=2, seed=1,
-                       env_kwargs={"size": 7}) as vecenv:
+with shoal.vector.make(
+    RandomWalk, backend="Multithreading", num_envs=256, max_num_threads=2, seed=1, env_kwargs={"size": 7}
+) as vecenv:
     vecenv.reset()
     rng = np.random.default_rng(0)
     episodes = 0

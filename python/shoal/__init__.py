@@ -24,5 +24,4 @@ def get_cmake_dir() -> str:
     return str(DATA_DIR / "cmake")
 
 
-__all__ = ["APIUsageError", "EnvError", "WorkerError", "PufferEnv", "get_include", "get_cmake_dir",
-           "__version__"]
+__all__ = ["APIUsageError", "EnvError", "WorkerError", "PufferEnv", "get_include", "get_cmake_dir", "__version__"]

@@ -61,8 +61,9 @@ def random_actions(vecenv, batches: int = 16, seed: int = 0) -> list:
     return [rng.uniform(space.low, space.high, (n, *space.shape)).astype(np.float32) for _ in range(batches)]
 
 
-def time_vecenv(vecenv, agent_steps: int, warmup_steps: int = 20, pause_us: float = 0.0,
-                exclude_pause: bool = False) -> float:
+def time_vecenv(
+    vecenv, agent_steps: int, warmup_steps: int = 20, pause_us: float = 0.0, exclude_pause: bool = False
+) -> float:
     """Agent steps per second of send/recv (async API when the backend batches). With ``pause_us``,
     a busy wait stands in for a policy between steps; ``exclude_pause`` leaves it out of the time."""
     actions = random_actions(vecenv)
@@ -124,6 +125,7 @@ def system_info(extra: dict | None = None) -> dict:
 
     import shoal
     from shoal import _native
+
     info = {
         "shoal": shoal.__version__,
         "python": platform.python_version(),

@@ -31,16 +31,18 @@ class Buffers:
     masks: np.ndarray
 
     @classmethod
-    def allocate(cls, observation_space: spaces.Box, action_space: spaces.Space, rows: int,
-                 allocator: Allocator = zeros) -> Buffers:
+    def allocate(
+        cls, observation_space: spaces.Box, action_space: spaces.Space, rows: int, allocator: Allocator = zeros
+    ) -> Buffers:
         """Buffers of ``rows`` rows from ``allocator``, every mask True."""
         buf = cls.from_allocator(observation_space, action_space, rows, allocator)
         buf.masks[:] = True
         return buf
 
     @classmethod
-    def from_allocator(cls, observation_space: spaces.Box, action_space: spaces.Space, rows: int,
-                       allocator: Allocator) -> Buffers:
+    def from_allocator(
+        cls, observation_space: spaces.Box, action_space: spaces.Space, rows: int, allocator: Allocator
+    ) -> Buffers:
         """The arrays ``allocator`` hands out, one call per field in field order, left as they are
         (so an allocator that carves existing memory gives views of it, read-only memory included)."""
         obs_shape = (rows, *observation_space.shape)
@@ -67,8 +69,9 @@ class Buffers:
             if not isinstance(array, np.ndarray):
                 raise APIUsageError(f"buf.{f.name} must be a numpy array, got {type(array).__name__}")
             if array.shape != shape or array.dtype != model.dtype:
-                raise APIUsageError(f"buf.{f.name} has shape {array.shape} and dtype {array.dtype}, "
-                                    f"expected {shape} and {model.dtype}")
+                raise APIUsageError(
+                    f"buf.{f.name} has shape {array.shape} and dtype {array.dtype}, expected {shape} and {model.dtype}"
+                )
             if not array.flags.c_contiguous or not array.flags.writeable:
                 raise APIUsageError(f"buf.{f.name} must be C-contiguous and writeable")
         return self

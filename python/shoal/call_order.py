@@ -32,8 +32,9 @@ class CallOrder:
         if self.state == NEEDS_RESET:
             raise APIUsageError(f"{self.owner}: call reset() or async_reset() before send()")
         if self.state == READY_TO_RECV:
-            raise APIUsageError(f"{self.owner}: send() called twice; call recv() to collect the "
-                                "results of the previous send() first")
+            raise APIUsageError(
+                f"{self.owner}: send() called twice; call recv() to collect the results of the previous send() first"
+            )
         self.state = READY_TO_RECV
 
     def recv(self) -> None:

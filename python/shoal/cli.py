@@ -34,14 +34,18 @@ def split_overrides(extra: list[str]) -> dict[str, str]:
 
 
 def describe_vecenv(vecenv) -> dict:
-    desc = {"backend": type(vecenv).__name__, "num_envs": vecenv.num_envs,
-            "agents_per_batch": vecenv.agents_per_batch}
+    desc = {"backend": type(vecenv).__name__, "num_envs": vecenv.num_envs, "agents_per_batch": vecenv.agents_per_batch}
     for attr in ("max_num_threads", "num_workers", "batch_size", "start_method", "schedule"):
         if hasattr(vecenv, attr):
             desc[attr] = getattr(vecenv, attr)
-    desc.update(shoal=__version__, python=platform.python_version(), numpy=np.__version__,
-                cpu=cpu_model(), physical_cores=_native.physical_cores(),
-                logical_cpus=os.cpu_count())
+    desc.update(
+        shoal=__version__,
+        python=platform.python_version(),
+        numpy=np.__version__,
+        cpu=cpu_model(),
+        physical_cores=_native.physical_cores(),
+        logical_cpus=os.cpu_count(),
+    )
     return desc
 
 
@@ -57,8 +61,14 @@ def run_steps(vecenv, agent_steps: int, warmup: int, progress: bool, seed: int =
         vecenv.recv()
     batches = max(1, -(-agent_steps // vecenv.agents_per_batch))
     episodes, returns, lengths = 0, 0.0, 0.0
-    bar = tqdm(total=batches * vecenv.agents_per_batch, unit="step", unit_scale=True, disable=not progress,
-               file=sys.stderr, mininterval=0.5)
+    bar = tqdm(
+        total=batches * vecenv.agents_per_batch,
+        unit="step",
+        unit_scale=True,
+        disable=not progress,
+        file=sys.stderr,
+        mininterval=0.5,
+    )
     start = time.perf_counter()
     for i in range(batches):
         vecenv.send(actions[i % 16])
@@ -74,9 +84,14 @@ def run_steps(vecenv, agent_steps: int, warmup: int, progress: bool, seed: int =
     elapsed = time.perf_counter() - start
     bar.close()
     steps = batches * vecenv.agents_per_batch
-    return {"agent_steps": steps, "seconds": elapsed, "sps": steps / elapsed, "episodes": episodes,
-            "mean_return": returns / episodes if episodes else float("nan"),
-            "mean_length": lengths / episodes if episodes else float("nan")}
+    return {
+        "agent_steps": steps,
+        "seconds": elapsed,
+        "sps": steps / elapsed,
+        "episodes": episodes,
+        "mean_return": returns / episodes if episodes else float("nan"),
+        "mean_length": lengths / episodes if episodes else float("nan"),
+    }
 
 
 def cmd_run(args, overrides) -> int:
@@ -90,23 +105,30 @@ def cmd_run(args, overrides) -> int:
             print(f"  {key}: {value}")
         result = run_steps(vecenv, steps, warmup, progress=sys.stderr.isatty(), seed=config.vec.get("seed", 0))
     print(f"  agent steps: {result['agent_steps']:,} in {result['seconds']:.2f} s")
-    print(f"  episodes: {result['episodes']:,}  mean return: {result['mean_return']:.2f}  "
-          f"mean length: {result['mean_length']:.1f}")
+    print(
+        f"  episodes: {result['episodes']:,}  mean return: {result['mean_return']:.2f}  "
+        f"mean length: {result['mean_length']:.1f}"
+    )
     print(f"SPS: {result['sps']:,.0f}")
     return 0
 
 
 def cmd_envs(args, overrides) -> int:
     from .envs import BUNDLED
+
     for name, cls in BUNDLED.items():
         info = cls.describe()
         print(f"{name}  ({cls.__name__}): {info['doc']}")
-        print(f"  agents/env: {info['num_agents']}  obs: {info['obs_dtype']}{list(info['obs_shape'])}  "
-              f"action: {info['action_kind']}{info['action_nvec'] if info['action_kind'] != 'box' else ''}  "
-              f"time limit: {info['max_episode_steps'] or 'none'}")
+        print(
+            f"  agents/env: {info['num_agents']}  obs: {info['obs_dtype']}{list(info['obs_shape'])}  "
+            f"action: {info['action_kind']}{info['action_nvec'] if info['action_kind'] != 'box' else ''}  "
+            f"time limit: {info['max_episode_steps'] or 'none'}"
+        )
         for p in info["params"]:
-            print(f"  param {p['name']} ({p['type']}, default {p['default']:g}, "
-                  f"range [{p['min']:g}, {p['max']:g}]): {p['doc']}")
+            print(
+                f"  param {p['name']} ({p['type']}, default {p['default']:g}, "
+                f"range [{p['min']:g}, {p['max']:g}]): {p['doc']}"
+            )
         if info["stats"]:
             print(f"  stats: {', '.join(info['stats'])}")
     return 0
@@ -123,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
     envs = sub.add_parser("envs", help="list the bundled native envs with spaces and parameters")
     envs.set_defaults(func=cmd_envs)
     from . import tuning
+
     tuning.add_commands(sub)
     return parser
 

@@ -31,6 +31,7 @@ from .native import SCHEDULES, is_native_env
 def _default_config() -> Path:
     # The repository's config.ini, installed beside the compiled module (see CMakeLists.txt).
     from . import DATA_DIR
+
     return DATA_DIR / "config.ini"
 
 
@@ -52,6 +53,7 @@ def _int(minimum: int, auto: bool = False):
         if value is None or value < minimum:
             raise ValueError(f"an integer >= {minimum}" + (" or 'auto'" if auto else ""))
         return value
+
     return parse
 
 
@@ -69,6 +71,7 @@ def _choice(*choices: str):
         if text not in choices:
             raise ValueError(" | ".join(choices))
         return text
+
     return parse
 
 
@@ -155,8 +158,9 @@ def load(path: str | Path | None = None, overrides: dict[str, str] | None = None
             raise ConfigError(f"{path}: unknown section [{section}]; valid sections: {list(SECTIONS)}")
 
     if not parser.has_option("env", "name"):
-        raise ConfigError(f"{path}: [env] name is missing (a bundled env such as cartpole, module:callable, "
-                          "or gymnasium:<EnvId>)")
+        raise ConfigError(
+            f"{path}: [env] name is missing (a bundled env such as cartpole, module:callable, or gymnasium:<EnvId>)"
+        )
     env_kwargs = {k: parse_value(v) for k, v in parser.items("env") if k != "name"}
     config = Config(str(path), parser.get("env", "name"), env_kwargs)
     for section, keys, target in (("vec", VEC_KEYS, config.vec), ("run", RUN_KEYS, config.run)):
@@ -177,14 +181,18 @@ def resolve_env(config: Config):
     """The env creator named by [env] name."""
     name = config.env_name
     from .envs import BUNDLED
+
     if name in BUNDLED:
         return BUNDLED[name]
     module_name, _, attr = name.partition(":")
     if not attr:
-        raise ConfigError(f"{config.path}: [env] name = {name!r} is not a bundled env "
-                          f"({sorted(BUNDLED)}) nor module:callable nor gymnasium:<EnvId>")
+        raise ConfigError(
+            f"{config.path}: [env] name = {name!r} is not a bundled env "
+            f"({sorted(BUNDLED)}) nor module:callable nor gymnasium:<EnvId>"
+        )
     if module_name == "gymnasium" and not attr.isidentifier():
         import gymnasium
+
         if attr not in gymnasium.registry:
             raise ConfigError(f"{config.path}: [env] name = {name!r}: gymnasium has no env id {attr!r}")
         return functools.partial(gymnasium.make, attr)

@@ -77,14 +77,15 @@ LEAF_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBi
 # Observation layout
 # ---------------------------------------------------------------------------------------------------
 
+
 class Leaf(NamedTuple):
     """One array of a structured observation and where it lives in the flat row."""
 
-    path: tuple       # keys (Dict) and indices (Tuple) from the root to this leaf
+    path: tuple  # keys (Dict) and indices (Tuple) from the root to this leaf
     space: spaces.Space
-    dtype: np.dtype   # stored dtype (the space's own dtype)
-    shape: tuple      # shape of one observation of this leaf
-    offset: int       # byte offset in the row
+    dtype: np.dtype  # stored dtype (the space's own dtype)
+    shape: tuple  # shape of one observation of this leaf
+    offset: int  # byte offset in the row
     nbytes: int
 
 
@@ -110,8 +111,10 @@ def _collect_leaves(space: spaces.Space, path: tuple, out: list) -> Any:
         out.append((path, space))
         return ("leaf", len(out) - 1)
     where = "".join(f"[{k!r}]" for k in path) or "the observation space"
-    raise APIUsageError(f"cannot emulate {type(space).__name__} at {where}: observation spaces must be "
-                        "Box, Discrete, MultiDiscrete, MultiBinary, or Dict/Tuple of them")
+    raise APIUsageError(
+        f"cannot emulate {type(space).__name__} at {where}: observation spaces must be "
+        "Box, Discrete, MultiDiscrete, MultiBinary, or Dict/Tuple of them"
+    )
 
 
 class ObservationLayout:
@@ -169,11 +172,15 @@ class ObservationLayout:
         Every leaf gets a typed view into ``row`` once, here; writing is one assignment per leaf.
         """
         if row.shape != self.shape or row.dtype != self.dtype or not row.flags.c_contiguous:
-            raise APIUsageError(f"observation row has shape {row.shape} and dtype {row.dtype}, expected a "
-                                f"C-contiguous row of shape {self.shape} and dtype {self.dtype}")
+            raise APIUsageError(
+                f"observation row has shape {row.shape} and dtype {row.dtype}, expected a "
+                f"C-contiguous row of shape {self.shape} and dtype {self.dtype}"
+            )
         if self.is_box:
+
             def write_box(observation) -> None:
                 row[...] = observation
+
             return write_box
         raw = row.view(np.uint8)
         targets = [(leaf.path, _leaf_view(raw, leaf, ())) for leaf in self.leaves]
@@ -184,6 +191,7 @@ class ObservationLayout:
                 for key in path:
                     observation = observation[key]
                 target[...] = observation
+
             return write_leaf
 
         def write(observation) -> None:
@@ -192,6 +200,7 @@ class ObservationLayout:
                 for key in path:
                     value = value[key]
                 target[...] = value
+
         return write
 
     def flatten(self, observation, out: np.ndarray | None = None) -> np.ndarray:
@@ -209,12 +218,13 @@ class ObservationLayout:
                 try:
                     value = value[key]
                 except (KeyError, IndexError, TypeError):
-                    where = "".join(f"[{k!r}]" for k in leaf.path[:depth + 1])
+                    where = "".join(f"[{k!r}]" for k in leaf.path[: depth + 1])
                     raise APIUsageError(f"observation has no {where}, but the space {self.space} has") from None
             if np.shape(value) != leaf.shape:
                 where = "".join(f"[{k!r}]" for k in leaf.path) or "observation"
-                raise APIUsageError(f"{where} has shape {np.shape(value)}, but its space {leaf.space} "
-                                    f"has shape {leaf.shape}")
+                raise APIUsageError(
+                    f"{where} has shape {np.shape(value)}, but its space {leaf.space} has shape {leaf.shape}"
+                )
 
     def unflatten(self, flat_batch) -> Any:
         """The original structure of a batch of flat rows (any leading dimensions), bit for bit.
@@ -224,14 +234,17 @@ class ObservationLayout:
         batch = np.asarray(flat_batch)
         if self.is_box:
             ndim = len(self.space.shape)
-            if batch.dtype != self.dtype or batch.shape[batch.ndim - ndim:] != self.space.shape \
-                    or batch.ndim < ndim:
-                raise APIUsageError(f"expected observations of shape (..., *{self.space.shape}) and dtype "
-                                    f"{self.dtype}, got shape {batch.shape} and dtype {batch.dtype}")
+            if batch.dtype != self.dtype or batch.shape[batch.ndim - ndim :] != self.space.shape or batch.ndim < ndim:
+                raise APIUsageError(
+                    f"expected observations of shape (..., *{self.space.shape}) and dtype "
+                    f"{self.dtype}, got shape {batch.shape} and dtype {batch.dtype}"
+                )
             return batch
         if batch.ndim < 1 or batch.shape[-1] != self.shape[0] or batch.dtype != self.dtype:
-            raise APIUsageError(f"expected flat observations of shape (..., {self.shape[0]}) and dtype "
-                                f"{self.dtype}, got shape {batch.shape} and dtype {batch.dtype}")
+            raise APIUsageError(
+                f"expected flat observations of shape (..., {self.shape[0]}) and dtype "
+                f"{self.dtype}, got shape {batch.shape} and dtype {batch.dtype}"
+            )
         if batch.strides[-1] != batch.itemsize:
             batch = np.ascontiguousarray(batch)
         lead = batch.shape[:-1]
@@ -252,7 +265,7 @@ class ObservationLayout:
 
 def _leaf_view(raw: np.ndarray, leaf: Leaf, lead: tuple) -> np.ndarray:
     """Typed view of one leaf in rows of bytes ``raw`` (shape ``(*lead, row_bytes)``)."""
-    return raw[..., leaf.offset:leaf.offset + leaf.nbytes].view(leaf.dtype).reshape(lead + leaf.shape)
+    return raw[..., leaf.offset : leaf.offset + leaf.nbytes].view(leaf.dtype).reshape(lead + leaf.shape)
 
 
 def _build(tree, arrays: list) -> Any:
@@ -275,18 +288,21 @@ def nativize(flat_batch, layout: ObservationLayout) -> Any:
 # Actions
 # ---------------------------------------------------------------------------------------------------
 
+
 def _array_action(space) -> Callable[[np.ndarray], np.ndarray]:
     """Converter of one action row to a fresh array of the space's dtype (MultiDiscrete, Box)."""
     dtype = np.dtype(space.dtype)
 
     def convert(row) -> np.ndarray:
         return np.array(row, dtype=dtype)
+
     return convert
 
 
 # ---------------------------------------------------------------------------------------------------
 # Wrappers
 # ---------------------------------------------------------------------------------------------------
+
 
 def _is_aec_env(env) -> bool:
     pettingzoo = optional_module("pettingzoo")
@@ -297,22 +313,26 @@ def _is_parallel_env(env) -> bool:
     pettingzoo = optional_module("pettingzoo")
     if pettingzoo is not None and isinstance(env, pettingzoo.ParallelEnv):
         return True
-    return (not _is_aec_env(env) and hasattr(env, "possible_agents")
-            and callable(getattr(env, "observation_space", None)))
+    return (
+        not _is_aec_env(env) and hasattr(env, "possible_agents") and callable(getattr(env, "observation_space", None))
+    )
 
 
 def wrap(env, buf: Buffers | None = None, seed: int = 0) -> PufferEnv:
     """A shoal PufferEnv over a gymnasium.Env or a PettingZoo ParallelEnv, writing into ``buf``."""
     if isinstance(env, PufferEnv):
-        raise APIUsageError(f"{type(env).__name__} is already a shoal PufferEnv; pass it to a backend "
-                            "directly instead of emulating it")
+        raise APIUsageError(
+            f"{type(env).__name__} is already a shoal PufferEnv; pass it to a backend directly instead of emulating it"
+        )
     if isinstance(env, gymnasium.Env):
         return GymnasiumPufferEnv(env, buf=buf, seed=seed)
     if _is_parallel_env(env):
         return PettingZooPufferEnv(env, buf=buf, seed=seed)
     hint = " (a PettingZoo AEC env: convert it with pettingzoo.utils.aec_to_parallel)" if _is_aec_env(env) else ""
-    raise APIUsageError(f"cannot emulate {type(env).__module__}.{type(env).__name__}{hint}; shoal accepts a "
-                        "gymnasium.Env, a PettingZoo ParallelEnv, or a shoal PufferEnv (native, not wrapped)")
+    raise APIUsageError(
+        f"cannot emulate {type(env).__module__}.{type(env).__name__}{hint}; shoal accepts a "
+        "gymnasium.Env, a PettingZoo ParallelEnv, or a shoal PufferEnv (native, not wrapped)"
+    )
 
 
 class _EmulatedEnv(PufferEnv):
@@ -406,8 +426,7 @@ class GymnasiumPufferEnv(_EmulatedEnv):
 
     def _end_episode(self, observation, reward, terminated, truncated, info: dict):
         self._write_final(observation)
-        infos = [{"episode_return": float(self._episode_return), "episode_length": self._episode_length,
-                  **info}]
+        infos = [{"episode_return": float(self._episode_return), "episode_length": self._episode_length, **info}]
         self._episode_return = 0.0
         self._episode_length = 0
         observation, reset_info = self.env.reset()
@@ -481,12 +500,16 @@ class PettingZooPufferEnv(_EmulatedEnv):
         action_space = env.action_space(agents[0])
         for agent in agents[1:]:
             if env.observation_space(agent) != observation_space:
-                raise APIUsageError(f"{owner}: agent {agent!r} has observation space "
-                                    f"{env.observation_space(agent)} but {agents[0]!r} has "
-                                    f"{observation_space}; all agents must share one")
+                raise APIUsageError(
+                    f"{owner}: agent {agent!r} has observation space "
+                    f"{env.observation_space(agent)} but {agents[0]!r} has "
+                    f"{observation_space}; all agents must share one"
+                )
             if env.action_space(agent) != action_space:
-                raise APIUsageError(f"{owner}: agent {agent!r} has action space {env.action_space(agent)} but "
-                                    f"{agents[0]!r} has {action_space}; all agents must share one")
+                raise APIUsageError(
+                    f"{owner}: agent {agent!r} has action space {env.action_space(agent)} but "
+                    f"{agents[0]!r} has {action_space}; all agents must share one"
+                )
         check_action_space(action_space, owner)
         self.possible_agents = agents
         self.emulated = ObservationLayout(observation_space)
@@ -530,8 +553,10 @@ class PettingZooPufferEnv(_EmulatedEnv):
     def _check_agents(self, observations: dict) -> None:
         unknown = [agent for agent in observations if agent not in self._slot_of]
         if unknown:
-            raise APIUsageError(f"{type(self.env).__name__} returned agents {unknown} that are not in "
-                                f"possible_agents {self.possible_agents}")
+            raise APIUsageError(
+                f"{type(self.env).__name__} returned agents {unknown} that are not in "
+                f"possible_agents {self.possible_agents}"
+            )
 
     def step(self, actions):
         env = self.env
@@ -561,13 +586,16 @@ class PettingZooPufferEnv(_EmulatedEnv):
                 step_infos.append(info)
         self._episode_length += 1
         live = env.agents
-        if not live or (ended and all(terminations.get(agent, False) or truncations.get(agent, False)
-                                      for agent in live)):
-            step_infos.append({
-                "episode_return": float(self._agent_returns.sum()),
-                "episode_length": self._episode_length,
-                "agent_returns": {agent: float(self._agent_returns[i]) for i, agent in self._slots},
-            })
+        if not live or (
+            ended and all(terminations.get(agent, False) or truncations.get(agent, False) for agent in live)
+        ):
+            step_infos.append(
+                {
+                    "episode_return": float(self._agent_returns.sum()),
+                    "episode_length": self._episode_length,
+                    "agent_returns": {agent: float(self._agent_returns[i]) for i, agent in self._slots},
+                }
+            )
             self._agent_returns[...] = 0
             self._episode_length = 0
             observations, reset_infos = env.reset()

@@ -36,8 +36,10 @@ class PufferEnv:
             if not hasattr(self, name):
                 raise APIUsageError(f"{type(self).__name__} must set self.{name} before PufferEnv.__init__")
         if not isinstance(self.single_observation_space, spaces.Box):
-            raise APIUsageError(f"{type(self).__name__}.single_observation_space must be a Box, "
-                                f"got {type(self.single_observation_space).__name__}")
+            raise APIUsageError(
+                f"{type(self).__name__}.single_observation_space must be a Box, "
+                f"got {type(self.single_observation_space).__name__}"
+            )
         if not is_integer(self.num_agents) or self.num_agents < 1:
             raise APIUsageError(f"{type(self).__name__}.num_agents must be a positive int, got {self.num_agents!r}")
         self._check_actions = ActionChecker(self.single_action_space, self.num_agents)
@@ -95,8 +97,15 @@ class PufferEnv:
 
     def recv(self):
         self._order.recv()
-        return (self.observations, self.rewards, self.terminals, self.truncations, self.infos,
-                self.agent_ids, self.masks)
+        return (
+            self.observations,
+            self.rewards,
+            self.terminals,
+            self.truncations,
+            self.infos,
+            self.agent_ids,
+            self.masks,
+        )
 
     def close(self) -> None:
         self._order.close()

@@ -70,12 +70,13 @@ class ActionChecker:
         """Returns ``actions`` as an ndarray after checking it; raises APIUsageError naming what is wrong."""
         if not isinstance(actions, np.ndarray):
             if not isinstance(actions, (list, tuple)) and not np.isscalar(actions):
-                raise APIUsageError(
-                    f"actions must be a numpy array (or list), got {type(actions).__name__}")
+                raise APIUsageError(f"actions must be a numpy array (or list), got {type(actions).__name__}")
             actions = np.asarray(actions)
         if actions.shape != self.shape:
-            raise APIUsageError(f"actions have shape {actions.shape}, expected {self.shape} "
-                                f"(agents_per_batch={self.shape[0]}, action space {self.space})")
+            raise APIUsageError(
+                f"actions have shape {actions.shape}, expected {self.shape} "
+                f"(agents_per_batch={self.shape[0]}, action space {self.space})"
+            )
         kind = actions.dtype.kind
         if self.dtype.kind == "i":
             if kind not in "iu":
@@ -83,8 +84,7 @@ class ActionChecker:
             # Viewing signed values as unsigned maps negatives above every bound, so one reduction
             # (max for Discrete, a comparison for MultiDiscrete's per-dimension bounds) checks both ends.
             values = actions if kind == "u" else actions.view(f"u{actions.dtype.itemsize}")
-            if actions.size and (values.max() >= self.upper if self.scalar_bound
-                                 else np.any(values >= self.upper)):
+            if actions.size and (values.max() >= self.upper if self.scalar_bound else np.any(values >= self.upper)):
                 bad = actions[(values >= self.upper)]
                 raise APIUsageError(f"actions out of range for {self.space}: got {bad.ravel()[:5].tolist()}")
         else:

@@ -19,8 +19,9 @@ from .vector import make
 def _builder(creator, env_kwargs: dict, backend: str, num_envs: int, seed: int, **options):
     if backend == "PufferEnv":
         return functools.partial(creator, num_envs=num_envs, seed=seed, **env_kwargs)
-    return functools.partial(make, creator, env_kwargs=env_kwargs, backend=backend, num_envs=num_envs,
-                             seed=seed, **options)
+    return functools.partial(
+        make, creator, env_kwargs=env_kwargs, backend=backend, num_envs=num_envs, seed=seed, **options
+    )
 
 
 def candidate_configs(config: Config, thorough: bool) -> list[tuple[str, dict]]:
@@ -33,8 +34,12 @@ def candidate_configs(config: Config, thorough: bool) -> list[tuple[str, dict]]:
     if is_native_env(creator):
         for n in sizes:
             for threads in range(0, cores + 1):
-                out.append((f"Multithreading n={n} T={threads}",
-                            dict(backend="Multithreading", num_envs=n, max_num_threads=threads)))
+                out.append(
+                    (
+                        f"Multithreading n={n} T={threads}",
+                        dict(backend="Multithreading", num_envs=n, max_num_threads=threads),
+                    )
+                )
         out.append((f"PufferEnv n={num_envs}", dict(backend="PufferEnv", num_envs=num_envs)))
     for n in sizes:
         out.append((f"Serial n={n}", dict(backend="Serial", num_envs=n)))
@@ -42,13 +47,22 @@ def candidate_configs(config: Config, thorough: bool) -> list[tuple[str, dict]]:
         for workers in range(1, cores + 1):
             if n % workers:
                 continue
-            out.append((f"Multiprocessing n={n} workers={workers}",
-                        dict(backend="Multiprocessing", num_envs=n, num_workers=workers, batch_size=n)))
+            out.append(
+                (
+                    f"Multiprocessing n={n} workers={workers}",
+                    dict(backend="Multiprocessing", num_envs=n, num_workers=workers, batch_size=n),
+                )
+            )
             half = n // 2
             if workers > 1 and half and half % (n // workers) == 0 and n % half == 0:
-                out.append((f"Multiprocessing n={n} workers={workers} batch={half}",
-                            dict(backend="Multiprocessing", num_envs=n, num_workers=workers, batch_size=half,
-                                 zero_copy=True)))
+                out.append(
+                    (
+                        f"Multiprocessing n={n} workers={workers} batch={half}",
+                        dict(
+                            backend="Multiprocessing", num_envs=n, num_workers=workers, batch_size=half, zero_copy=True
+                        ),
+                    )
+                )
     return out
 
 
@@ -80,8 +94,11 @@ def peer_cases(config: Config, seconds: float) -> list[Case]:
     creator = resolve_env(config)
     if not is_native_env(creator):
         import gymnasium
+
         if n <= 256:
-            peers.append(("gymnasium SyncVectorEnv", lambda: _GymnasiumAdapter(gymnasium.vector.SyncVectorEnv([creator] * n))))
+            peers.append(
+                ("gymnasium SyncVectorEnv", lambda: _GymnasiumAdapter(gymnasium.vector.SyncVectorEnv([creator] * n)))
+            )
     elif config.env_name == "cartpole" and optional_module("envpool") is not None:
         peers.append(("EnvPool CartPole-v1", lambda: _EnvPoolAdapter(n)))
     return [_calibrated_case(label, build, seconds) for label, build in peers]
@@ -111,9 +128,13 @@ class _GymnasiumAdapter:
 class _EnvPoolAdapter(_GymnasiumAdapter):
     def __init__(self, num_envs: int):
         import envpool
+
         threads = _native.physical_cores()
-        super().__init__(envpool.make("CartPole-v1", env_type="gymnasium", num_envs=num_envs,
-                                      batch_size=num_envs, num_threads=threads, seed=0))
+        super().__init__(
+            envpool.make(
+                "CartPole-v1", env_type="gymnasium", num_envs=num_envs, batch_size=num_envs, num_threads=threads, seed=0
+            )
+        )
         self.agents_per_batch = num_envs
 
 
@@ -147,18 +168,29 @@ def cmd_bench(args, overrides) -> int:
     benchmark.run_cases(cases, args.repeats, log=(print if args.verbose else lambda *_: None))
     baseline = max(cases, key=lambda c: c.name.startswith("Serial"))
     rows = [benchmark.case_row(c, baseline) for c in sorted(cases, key=lambda c: -c.median)]
-    info = benchmark.system_info({"env": config.env_name, "config": args.config or "the embedded default config.ini",
-                                  "repeats": args.repeats,
-                                  "what is timed": "send+recv, random actions generated in advance, after "
-                                  f"reset and warm-up; ~{args.seconds:.1f} s per sample"})
-    table = benchmark.format_markdown(f"shoal bench: {config.env_name}", info, rows,
-                                      ["configuration", "median SPS", "spread", "samples", f"vs {baseline.name}"],
-                                      ["spread = (max - min) / median over the repeats."])
+    info = benchmark.system_info(
+        {
+            "env": config.env_name,
+            "config": args.config or "the embedded default config.ini",
+            "repeats": args.repeats,
+            "what is timed": "send+recv, random actions generated in advance, after "
+            f"reset and warm-up; ~{args.seconds:.1f} s per sample",
+        }
+    )
+    table = benchmark.format_markdown(
+        f"shoal bench: {config.env_name}",
+        info,
+        rows,
+        ["configuration", "median SPS", "spread", "samples", f"vs {baseline.name}"],
+        ["spread = (max - min) / median over the repeats."],
+    )
     (out / "bench.md").write_text(table)
     plotted = write_plot(sorted(cases, key=lambda c: -c.median), out / "bench.png")
     print(table)
-    print(f"wrote {out / 'bench.md'}" + (f" and {out / 'bench.png'}" if plotted else
-                                          " (no plot: pip install 'shoal[plot]' for matplotlib)"))
+    print(
+        f"wrote {out / 'bench.md'}"
+        + (f" and {out / 'bench.png'}" if plotted else " (no plot: pip install 'shoal[plot]' for matplotlib)")
+    )
     return 0
 
 

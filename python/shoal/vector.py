@@ -25,8 +25,9 @@ def _per_env_list(value, num_envs: int, name: str, kind: tuple, kind_name: str) 
         return [value] * num_envs
     if name == "env_args" and value == ():
         return [()] * num_envs
-    raise APIUsageError(f"with a list of env creators, {name} must be a list of {num_envs} {kind_name} "
-                        f"(one per env), got {value!r}")
+    raise APIUsageError(
+        f"with a list of env creators, {name} must be a list of {num_envs} {kind_name} (one per env), got {value!r}"
+    )
 
 
 def _per_env_arguments(env_creator_or_creators, env_args, env_kwargs, num_envs: int):
@@ -37,8 +38,9 @@ def _per_env_arguments(env_creator_or_creators, env_args, env_kwargs, num_envs: 
         # A list of creators comes with per-env lists of args and kwargs (or shared ones).
         env_creators = list(env_creator_or_creators)
         if len(env_creators) != num_envs:
-            raise APIUsageError(f"got {len(env_creators)} env creators for num_envs={num_envs}; "
-                                "pass one creator or exactly one per env")
+            raise APIUsageError(
+                f"got {len(env_creators)} env creators for num_envs={num_envs}; pass one creator or exactly one per env"
+            )
         env_args = _per_env_list(env_args, num_envs, "env_args", (list, tuple), "lists or tuples")
         env_kwargs = _per_env_list(env_kwargs, num_envs, "env_kwargs", (dict,), "dicts")
     else:
@@ -56,20 +58,23 @@ def _per_env_arguments(env_creator_or_creators, env_args, env_kwargs, num_envs: 
 
 def _make_pufferenv(creator, args: tuple, kwargs: dict, num_envs: int, seed: int) -> PufferEnv:
     if num_envs != 1:
-        raise APIUsageError(f"backend PufferEnv runs one env object that holds its agents itself, "
-                            f"so num_envs must be 1 (got {num_envs}); pass the env's own size in "
-                            "env_kwargs, or use Serial/Multiprocessing/Multithreading")
+        raise APIUsageError(
+            f"backend PufferEnv runs one env object that holds its agents itself, "
+            f"so num_envs must be 1 (got {num_envs}); pass the env's own size in "
+            "env_kwargs, or use Serial/Multiprocessing/Multithreading"
+        )
     env = creator(*args, **kwargs)
     if not isinstance(env, PufferEnv):
-        raise APIUsageError(f"backend PufferEnv needs a creator that returns a shoal PufferEnv, got "
-                            f"{type(env).__name__}; wrap Gymnasium/PettingZoo envs with backend Serial "
-                            "or Multiprocessing")
+        raise APIUsageError(
+            f"backend PufferEnv needs a creator that returns a shoal PufferEnv, got "
+            f"{type(env).__name__}; wrap Gymnasium/PettingZoo envs with backend Serial "
+            "or Multiprocessing"
+        )
     env.seed = seed
     return env
 
 
-def make(env_creator_or_creators, env_args=None, env_kwargs=None, backend=PufferEnv, num_envs=1,
-         seed=0, **kwargs):
+def make(env_creator_or_creators, env_args=None, env_kwargs=None, backend=PufferEnv, num_envs=1, seed=0, **kwargs):
     """Builds a vectorized env (PufferLib 3.0 semantics).
 
     ``backend`` is a class or a name: "PufferEnv" (default; one env object holding many agents,
@@ -83,15 +88,23 @@ def make(env_creator_or_creators, env_args=None, env_kwargs=None, backend=Puffer
     valid = backend_options(backend_cls)
     unknown = sorted(set(kwargs) - set(valid))
     if unknown:
-        raise APIUsageError(f"invalid argument(s) {unknown} for backend {backend_cls.__name__}; "
-                            f"valid: {sorted(valid) or 'none beyond num_envs and seed'}")
-    env_creators, env_args, env_kwargs = _per_env_arguments(env_creator_or_creators, env_args, env_kwargs,
-                                                            num_envs)
+        raise APIUsageError(
+            f"invalid argument(s) {unknown} for backend {backend_cls.__name__}; "
+            f"valid: {sorted(valid) or 'none beyond num_envs and seed'}"
+        )
+    env_creators, env_args, env_kwargs = _per_env_arguments(env_creator_or_creators, env_args, env_kwargs, num_envs)
     if backend_cls is PufferEnv:
         return _make_pufferenv(env_creators[0], env_args[0], env_kwargs[0], num_envs, seed)
     return backend_cls(env_creators, env_args, env_kwargs, num_envs, seed=seed, **kwargs)
 
 
 # The registry's functions and worker_layout are re-exported: shoal.vector is where users find them.
-__all__ = ["make", "register_backend", "resolve_backend", "backend_names", "worker_layout", "PufferEnv",
-           "APIUsageError"]
+__all__ = [
+    "make",
+    "register_backend",
+    "resolve_backend",
+    "backend_names",
+    "worker_layout",
+    "PufferEnv",
+    "APIUsageError",
+]

@@ -17,6 +17,7 @@ from .gymnasium import GymnasiumVectorEnv, make_vector
 def __getattr__(name: str):
     if name == "SB3VecEnv":
         from .sb3 import SB3VecEnv
+
         return SB3VecEnv
     raise AttributeError(f"module 'shoal.adapters' has no attribute {name!r}")
 

@@ -12,23 +12,37 @@ from ..errors import APIUsageError
 from ..seeding import check_seed, env_seed
 
 #: attributes every shoal vector env has and the adapters read
-REQUIRED = ("reset", "step", "close", "closed", "single_observation_space", "single_action_space", "num_envs",
-            "num_agents", "agents_per_batch", "final_observations", "driver_env", "local_envs")
+REQUIRED = (
+    "reset",
+    "step",
+    "close",
+    "closed",
+    "single_observation_space",
+    "single_action_space",
+    "num_envs",
+    "num_agents",
+    "agents_per_batch",
+    "final_observations",
+    "driver_env",
+    "local_envs",
+)
 
 
 def check_vecenv(vecenv, adapter: str) -> None:
     """Raises APIUsageError unless ``vecenv`` is an open, synchronous shoal vector (every row each step)."""
     missing = [name for name in REQUIRED if not hasattr(vecenv, name)]
     if missing:
-        raise APIUsageError(f"{adapter} wraps a shoal vector env (shoal.vector.make(...)); "
-                            f"{type(vecenv).__name__} has no {missing}")
+        raise APIUsageError(
+            f"{adapter} wraps a shoal vector env (shoal.vector.make(...)); {type(vecenv).__name__} has no {missing}"
+        )
     if vecenv.closed:
         raise APIUsageError(f"{adapter}: the vector env is closed")
     if vecenv.agents_per_batch != vecenv.num_agents:
         raise APIUsageError(
             f"{adapter} needs every row in every step, but the vector returns batches of "
             f"agents_per_batch={vecenv.agents_per_batch} of num_agents={vecenv.num_agents} rows; "
-            "make it with batch_size=num_envs (or None)")
+            "make it with batch_size=num_envs (or None)"
+        )
 
 
 def rows_per_env(vecenv) -> int:
@@ -98,7 +112,7 @@ class Observations:
         """One row as a single observation of ``self.space`` (always a copy)."""
         if self.layout is None:
             return np.array(flat[index])
-        return _copy_tree(self.layout.unflatten(flat[index:index + 1]), True, index=0)
+        return _copy_tree(self.layout.unflatten(flat[index : index + 1]), True, index=0)
 
 
 def _copy_tree(tree, copy: bool, index: int | None = None):
@@ -157,5 +171,7 @@ class RowEnvs:
 
     def check_local(self, what: str) -> None:
         if not self.local:
-            raise APIUsageError(f"cannot {what}: the envs of {type(self.vecenv).__name__} live in other "
-                                "processes; use backend Serial (Python envs) or Multithreading (native envs)")
+            raise APIUsageError(
+                f"cannot {what}: the envs of {type(self.vecenv).__name__} live in other "
+                "processes; use backend Serial (Python envs) or Multithreading (native envs)"
+            )

@@ -76,8 +76,10 @@ def _autoreset_mode(mode) -> AutoresetMode:
             return mode
     elif isinstance(mode, str) and mode.lower() in _MODES:
         return _MODES[mode.lower()]
-    raise APIUsageError(f"autoreset_mode must be one of {sorted(_MODES)} (or the AutoresetMode members "
-                        f"SAME_STEP/NEXT_STEP), got {mode!r}")
+    raise APIUsageError(
+        f"autoreset_mode must be one of {sorted(_MODES)} (or the AutoresetMode members "
+        f"SAME_STEP/NEXT_STEP), got {mode!r}"
+    )
 
 
 def _unmix64(z: int) -> int:
@@ -129,14 +131,17 @@ class GymnasiumVectorEnv(VectorEnv):
             base = (_unmix64(int(seeds[0])) - GOLDEN_GAMMA) & MASK64
             if [int(s) for s in seeds] == self.derived_seeds(base):
                 return base
-        raise APIUsageError("shoal seeds every env from one integer (env i gets shoal.seeding.env_seed(seed, i)); "
-                            "pass reset(seed=int) instead of a list, or exactly view.derived_seeds(seed)")
+        raise APIUsageError(
+            "shoal seeds every env from one integer (env i gets shoal.seeding.env_seed(seed, i)); "
+            "pass reset(seed=int) instead of a list, or exactly view.derived_seeds(seed)"
+        )
 
     def reset(self, *, seed: int | list | None = None, options: dict[str, Any] | None = None):
         """Resets every row; returns (observations, {})."""
         if options:
-            raise APIUsageError(f"GymnasiumVectorEnv.reset takes no options (shoal resets every row at once), "
-                                f"got {sorted(options)}")
+            raise APIUsageError(
+                f"GymnasiumVectorEnv.reset takes no options (shoal resets every row at once), got {sorted(options)}"
+            )
         vector_seed = self._seed_source.next(self._vector_seed(seed))
         if vector_seed is not None:
             super().reset(seed=vector_seed)  # seeds self.np_random like other vector envs
@@ -159,8 +164,7 @@ class GymnasiumVectorEnv(VectorEnv):
             finals = self.vecenv.final_observations
             for row in np.flatnonzero(done):
                 final_obs[row] = self._observations.row(finals, row)
-            infos = {"final_obs": final_obs, "_final_obs": done.copy(),
-                     "final_info": {}, "_final_info": done.copy()}
+            infos = {"final_obs": final_obs, "_final_obs": done.copy(), "final_info": {}, "_final_info": done.copy()}
         if self.copy:
             rewards, terminals, truncations = rewards.copy(), terminals.copy(), truncations.copy()
         return self._observations.batch(observations), rewards, terminals, truncations, infos
@@ -197,9 +201,17 @@ class GymnasiumVectorEnv(VectorEnv):
         return f"GymnasiumVectorEnv({name}, num_envs={self.num_envs}, {self.autoreset_mode.value})"
 
 
-def make_vector(env, num_envs: int = 1, seed: int = 0, backend: str = "Multithreading",
-                autoreset_mode="same_step", copy: bool = True, max_num_threads: int | None = None,
-                render_mode: str | None = None, **env_kwargs) -> GymnasiumVectorEnv:
+def make_vector(
+    env,
+    num_envs: int = 1,
+    seed: int = 0,
+    backend: str = "Multithreading",
+    autoreset_mode="same_step",
+    copy: bool = True,
+    max_num_threads: int | None = None,
+    render_mode: str | None = None,
+    **env_kwargs,
+) -> GymnasiumVectorEnv:
     """A view over ``shoal.vector.make(env, backend=backend, num_envs=num_envs, seed=seed, ...)``.
 
     ``env`` is a bundled env name (``"cartpole"``) or a native env class; ``env_kwargs`` are its
@@ -207,6 +219,7 @@ def make_vector(env, num_envs: int = 1, seed: int = 0, backend: str = "Multithre
     """
     from .. import vector
     from ..envs import BUNDLED
+
     if render_mode is not None:
         raise APIUsageError(f"shoal's native envs do not render; got render_mode={render_mode!r}")
     if isinstance(env, str):

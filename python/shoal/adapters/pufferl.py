@@ -63,8 +63,9 @@ def random_actions(action_space: spaces.Space, rows: int, rng: np.random.Generat
     return np.clip(sample, low, high).astype(np.float32)
 
 
-def drive_like_pufferl(vecenv, steps: int, seed: int = 0,
-                       policy: Callable[[np.ndarray, slice], np.ndarray] | None = None) -> dict:
+def drive_like_pufferl(
+    vecenv, steps: int, seed: int = 0, policy: Callable[[np.ndarray, slice], np.ndarray] | None = None
+) -> dict:
     """Runs ``steps`` recv/send rounds the way pufferl's rollout does; returns what it collected.
 
     ``policy(observations, env_slice)`` gives the actions (random valid actions by default).
@@ -74,13 +75,18 @@ def drive_like_pufferl(vecenv, steps: int, seed: int = 0,
     """
     driver = vecenv.driver_env
     obs_space, atn_space = driver.single_observation_space, driver.single_action_space
-    _require(obs_space == vecenv.single_observation_space,
-             f"driver_env.single_observation_space {obs_space} != vecenv's {vecenv.single_observation_space}")
-    _require(atn_space == vecenv.single_action_space,
-             f"driver_env.single_action_space {atn_space} != vecenv's {vecenv.single_action_space}")
+    _require(
+        obs_space == vecenv.single_observation_space,
+        f"driver_env.single_observation_space {obs_space} != vecenv's {vecenv.single_observation_space}",
+    )
+    _require(
+        atn_space == vecenv.single_action_space,
+        f"driver_env.single_action_space {atn_space} != vecenv's {vecenv.single_action_space}",
+    )
     total_agents, batch = int(vecenv.num_agents), int(vecenv.agents_per_batch)
-    _require(batch >= 1 and total_agents % batch == 0,
-             f"agents_per_batch={batch} must divide num_agents={total_agents}")
+    _require(
+        batch >= 1 and total_agents % batch == 0, f"agents_per_batch={batch} must divide num_agents={total_agents}"
+    )
     storage = np.zeros((total_agents, *obs_space.shape), dtype=obs_space.dtype)
     seen = np.zeros(total_agents, dtype=bool)
     stats: dict[str, list] = defaultdict(list)
@@ -92,19 +98,30 @@ def drive_like_pufferl(vecenv, steps: int, seed: int = 0,
         result = vecenv.recv()
         _require(isinstance(result, tuple) and len(result) == 7, "recv() must return a 7-tuple")
         obs, rewards, terminals, truncations, infos, env_ids, masks = result
-        _require(obs.shape == (batch, *obs_space.shape) and obs.dtype == obs_space.dtype,
-                 f"observations {obs.shape} {obs.dtype}, expected {(batch, *obs_space.shape)} {obs_space.dtype}")
-        for name, array, dtype in (("rewards", rewards, np.float32), ("terminals", terminals, np.bool_),
-                                   ("truncations", truncations, np.bool_), ("masks", masks, np.bool_)):
-            _require(array.shape == (batch,) and array.dtype == dtype,
-                     f"{name} {array.shape} {array.dtype}, expected ({batch},) {np.dtype(dtype)}")
+        _require(
+            obs.shape == (batch, *obs_space.shape) and obs.dtype == obs_space.dtype,
+            f"observations {obs.shape} {obs.dtype}, expected {(batch, *obs_space.shape)} {obs_space.dtype}",
+        )
+        for name, array, dtype in (
+            ("rewards", rewards, np.float32),
+            ("terminals", terminals, np.bool_),
+            ("truncations", truncations, np.bool_),
+            ("masks", masks, np.bool_),
+        ):
+            _require(
+                array.shape == (batch,) and array.dtype == dtype,
+                f"{name} {array.shape} {array.dtype}, expected ({batch},) {np.dtype(dtype)}",
+            )
         env_ids = np.asarray(env_ids)
-        _require(env_ids.shape == (batch,) and env_ids.dtype.kind in "iu",
-                 f"env_ids must be {batch} integers, got {env_ids.shape} {env_ids.dtype}")
+        _require(
+            env_ids.shape == (batch,) and env_ids.dtype.kind in "iu",
+            f"env_ids must be {batch} integers, got {env_ids.shape} {env_ids.dtype}",
+        )
         start = int(env_ids[0])
-        _require(np.array_equal(env_ids, np.arange(start, start + batch)) and 0 <= start
-                 and start + batch <= total_agents,
-                 f"env_ids must be contiguous in [0, {total_agents}), got {env_ids[:4]}...{env_ids[-2:]}")
+        _require(
+            np.array_equal(env_ids, np.arange(start, start + batch)) and 0 <= start and start + batch <= total_agents,
+            f"env_ids must be contiguous in [0, {total_agents}), got {env_ids[:4]}...{env_ids[-2:]}",
+        )
         env_slice = slice(start, start + batch)
         storage[env_slice] = obs
         seen[env_slice] = True
@@ -127,8 +144,10 @@ def drive_like_pufferl(vecenv, steps: int, seed: int = 0,
         else:
             actions = np.asarray(policy(obs, env_slice))
         vecenv.send(actions)
-    _require(steps < total_agents // batch or bool(seen.all()),
-             f"recv() never returned agents {np.flatnonzero(~seen)[:8].tolist()}")
+    _require(
+        steps < total_agents // batch or bool(seen.all()),
+        f"recv() never returned agents {np.flatnonzero(~seen)[:8].tolist()}",
+    )
     return {"agent_steps": agent_steps, "episodes_done": episodes_done, "stats": dict(stats), "last_obs": storage}
 
 

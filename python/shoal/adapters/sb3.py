@@ -87,8 +87,11 @@ class SB3VecEnv(VecEnv):
                 infos[row] = {
                     "terminal_observation": self._observations.row(finals, row),
                     "TimeLimit.truncated": bool(truncations[row] and not terminals[row]),
-                    "episode": {"r": float(self._episode_returns[row]), "l": int(self._episode_lengths[row]),
-                                "t": elapsed},
+                    "episode": {
+                        "r": float(self._episode_returns[row]),
+                        "l": int(self._episode_lengths[row]),
+                        "t": elapsed,
+                    },
                 }
             self._episode_returns[dones] = 0.0
             self._episode_lengths[dones] = 0
@@ -134,8 +137,8 @@ class SB3VecEnv(VecEnv):
 
     def env_is_wrapped(self, wrapper_class, indices=None) -> list[bool]:
         from stable_baselines3.common.env_util import is_wrapped
-        return [self._rows.local and _wrapped(obj, wrapper_class, is_wrapped)
-                for obj in self._rows.of_rows(indices)]
+
+        return [self._rows.local and _wrapped(obj, wrapper_class, is_wrapped) for obj in self._rows.of_rows(indices)]
 
     def __repr__(self) -> str:
         return f"SB3VecEnv({type(self.vecenv).__name__}, num_envs={self.num_envs})"
@@ -143,6 +146,7 @@ class SB3VecEnv(VecEnv):
 
 def _wrapped(obj, wrapper_class, is_wrapped) -> bool:
     import gymnasium
+
     return isinstance(obj, gymnasium.Env) and is_wrapped(obj, wrapper_class)
 
 

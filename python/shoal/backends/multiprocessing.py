@@ -81,18 +81,23 @@ class _Shared:
     """Views of the shared block: the buffers of every row plus the per-worker control arrays."""
 
     buf: Buffers
-    state: np.ndarray    # uint8[num_workers]
+    state: np.ndarray  # uint8[num_workers]
     command: np.ndarray  # uint8[num_workers]
-    seeds: np.ndarray    # uint64[num_workers], the seed of each worker's next reset
+    seeds: np.ndarray  # uint64[num_workers], the seed of each worker's next reset
     mail_sizes: np.ndarray  # int64[num_workers], bytes in each worker's mailbox
-    mailboxes: np.ndarray   # uint8[num_workers, MAILBOX_BYTES], pickled infos
+    mailboxes: np.ndarray  # uint8[num_workers, MAILBOX_BYTES], pickled infos
 
 
 def _carve(memory, shape: EnvShape, rows: int, num_workers: int) -> tuple[_Shared, int]:
     buf, carver = block_buffers(memory, shape.observation_space, shape.action_space, rows)
-    shared = _Shared(buf, carver((num_workers,), np.uint8), carver((num_workers,), np.uint8),
-                     carver((num_workers,), np.uint64), carver((num_workers,), np.int64),
-                     carver((num_workers, MAILBOX_BYTES), np.uint8))
+    shared = _Shared(
+        buf,
+        carver((num_workers,), np.uint8),
+        carver((num_workers,), np.uint8),
+        carver((num_workers,), np.uint64),
+        carver((num_workers,), np.int64),
+        carver((num_workers, MAILBOX_BYTES), np.uint8),
+    )
     return shared, carver.nbytes
 
 
@@ -106,10 +111,10 @@ class _WorkerSpec:
 
     index: int
     rows_per_worker: int
-    num_agents: int          # rows of the whole vector
+    num_agents: int  # rows of the whole vector
     num_workers: int
     shape: EnvShape
-    emulate: bool            # the creators return Gymnasium/PettingZoo envs, not PufferEnvs
+    emulate: bool  # the creators return Gymnasium/PettingZoo envs, not PufferEnvs
     parent_pid: int
     worker_spin_s: float
 
@@ -117,6 +122,7 @@ class _WorkerSpec:
 # ---------------------------------------------------------------------------------------------------
 # Worker process
 # ---------------------------------------------------------------------------------------------------
+
 
 def _worker_main(spec: _WorkerSpec, raw, payload, conn, command_sem, done_sem) -> None:
     """Entry point of a worker process: build the slice, then serve commands until CLOSE."""
@@ -128,8 +134,9 @@ def _worker_main(spec: _WorkerSpec, raw, payload, conn, command_sem, done_sem) -
         envs = pickle.loads(payload) if isinstance(payload, bytes) else payload
         shared = _shared_views(raw, spec.shape, spec.num_agents, spec.num_workers)
         first_row = w * spec.rows_per_worker
-        runner = python_slice(envs, shared.buf.rows(first_row, first_row + spec.rows_per_worker), spec.emulate,
-                              spec.shape)
+        runner = python_slice(
+            envs, shared.buf.rows(first_row, first_row + spec.rows_per_worker), spec.emulate, spec.shape
+        )
     except BaseException as exc:
         conn.send(("error", Failure.of(exc)))
         return
@@ -168,7 +175,7 @@ def _worker_main(spec: _WorkerSpec, raw, payload, conn, command_sem, done_sem) -
                     failure = Failure.of(exc, prefix="could not send infos to the caller: ")
                 else:
                     if len(data) <= MAILBOX_BYTES:
-                        mailbox[:len(data)] = np.frombuffer(data, dtype=np.uint8)
+                        mailbox[: len(data)] = np.frombuffer(data, dtype=np.uint8)
                         mail_sizes[w] = len(data)
                         state[w] = INFOS
                         done_sem.release()
@@ -195,12 +202,14 @@ def _pid_alive(pid: int) -> bool:
             return True
         return True
     import psutil
+
     return psutil.pid_exists(pid)
 
 
 # ---------------------------------------------------------------------------------------------------
 # Caller side
 # ---------------------------------------------------------------------------------------------------
+
 
 class _Pool:
     """Processes, pipes, semaphores and shared memory of one vector. Knows nothing of the VecEnv, so
@@ -232,8 +241,7 @@ class _Pool:
                 break
             for i in alive:  # a worker blocked sending infos must be able to finish
                 self._drain(i)
-            multiprocessing.connection.wait([self.processes[i].sentinel for i in alive],
-                                            timeout=min(remaining, 0.05))
+            multiprocessing.connection.wait([self.processes[i].sentinel for i in alive], timeout=min(remaining, 0.05))
             alive = [i for i in alive if self.processes[i].exitcode is None]
         for i in alive:
             self.processes[i].kill()
@@ -267,16 +275,30 @@ class Multiprocessing(WorkerBackend):
     those. Results are bit-identical, env by env, to Serial with the same seed.
     """
 
-    def __init__(self, env_creators, env_args, env_kwargs, num_envs: int, seed: int = 0,
-                 num_workers=None, batch_size=None, zero_copy: bool = True, sync_traj: bool = True,
-                 overwork: bool = False, start_method: str | None = None, **options):
+    def __init__(
+        self,
+        env_creators,
+        env_args,
+        env_kwargs,
+        num_envs: int,
+        seed: int = 0,
+        num_workers=None,
+        batch_size=None,
+        zero_copy: bool = True,
+        sync_traj: bool = True,
+        overwork: bool = False,
+        start_method: str | None = None,
+        **options,
+    ):
         self._configure_workers(num_envs, seed, num_workers, batch_size, zero_copy, sync_traj, overwork, options)
         if start_method is None:
             start_method = default_start_method()
         available = multiprocessing.get_all_start_methods()
         if start_method not in START_METHODS or start_method not in available:
-            raise APIUsageError(f"start_method must be one of {[m for m in START_METHODS if m in available]} "
-                                f"on this platform, got {start_method!r}")
+            raise APIUsageError(
+                f"start_method must be one of {[m for m in START_METHODS if m in available]} "
+                f"on this platform, got {start_method!r}"
+            )
         self.start_method = start_method
         slices = self._env_slices(env_creators, env_args, env_kwargs)
         if start_method == "fork":
@@ -304,10 +326,22 @@ class Multiprocessing(WorkerBackend):
             for w in range(self.num_workers):
                 receiver, sender = context.Pipe(duplex=False)
                 sem = context.Semaphore(0)
-                spec = _WorkerSpec(w, self.rows_per_worker, self.num_agents, self.num_workers, shape,
-                                   self._emulate, os.getpid(), WORKER_SPIN_S)
-                process = context.Process(target=_worker_main, name=f"shoal-worker-{w}", daemon=True,
-                                          args=(spec, pool.raw, payloads[w], sender, sem, pool.done_sem))
+                spec = _WorkerSpec(
+                    w,
+                    self.rows_per_worker,
+                    self.num_agents,
+                    self.num_workers,
+                    shape,
+                    self._emulate,
+                    os.getpid(),
+                    WORKER_SPIN_S,
+                )
+                process = context.Process(
+                    target=_worker_main,
+                    name=f"shoal-worker-{w}",
+                    daemon=True,
+                    args=(spec, pool.raw, payloads[w], sender, sem, pool.done_sem),
+                )
                 try:
                     process.start()
                 finally:
@@ -325,8 +359,8 @@ class Multiprocessing(WorkerBackend):
         self._processes, self._conns, self._command_sems = pool.processes, pool.conns, pool.command_sems
         self._done_sem = pool.done_sem
 
-        self._owed = 0                  # observed completions whose done_sem count is not taken yet
-        self._batch_block = 0           # zero copy: the block of workers last returned by recv
+        self._owed = 0  # observed completions whose done_sem count is not taken yet
+        self._batch_block = 0  # zero copy: the block of workers last returned by recv
         self._init_batches()
 
     @property
@@ -342,18 +376,25 @@ class Multiprocessing(WorkerBackend):
         conn, process = self._pool.conns[w], self._pool.processes[w]
         while not conn.poll(LIVENESS_CHECK_S):
             if process.exitcode is not None:
-                raise WorkerError(f"worker {w} (pid {process.pid}) {_exit_reason(process.exitcode)} while "
-                                  f"creating envs {self._env_range(w)}")
+                raise WorkerError(
+                    f"worker {w} (pid {process.pid}) {_exit_reason(process.exitcode)} while "
+                    f"creating envs {self._env_range(w)}"
+                )
         try:
             kind, content = conn.recv()
         except (EOFError, OSError) as exc:
             process.join(1.0)
             reason = "closed its pipe" if process.exitcode is None else _exit_reason(process.exitcode)
-            hint = ("" if self.start_method == "fork" else " (with spawn/forkserver the main module is "
-                    "imported again in each worker: guard the program with `if __name__ == '__main__':`; "
-                    "the worker's own error is on stderr)")
-            raise WorkerError(f"worker {w} (pid {process.pid}) {reason} while creating envs "
-                              f"{self._env_range(w)}{hint}") from exc
+            hint = (
+                ""
+                if self.start_method == "fork"
+                else " (with spawn/forkserver the main module is "
+                "imported again in each worker: guard the program with `if __name__ == '__main__':`; "
+                "the worker's own error is on stderr)"
+            )
+            raise WorkerError(
+                f"worker {w} (pid {process.pid}) {reason} while creating envs {self._env_range(w)}{hint}"
+            ) from exc
         if kind == "error":
             raise content.creation_error(w, self._env_range(w), self._origin(w))
         return content
@@ -367,7 +408,7 @@ class Multiprocessing(WorkerBackend):
             shared = self.buf.actions
             rows = self.rows_per_worker
             for i, w in enumerate(self._batch):
-                np.copyto(shared[w * rows:(w + 1) * rows], actions[i * rows:(i + 1) * rows], casting="unsafe")
+                np.copyto(shared[w * rows : (w + 1) * rows], actions[i * rows : (i + 1) * rows], casting="unsafe")
         else:
             np.copyto(self._views[self._batch_block][7], actions, casting="unsafe")
         for w in self._batch:
@@ -432,7 +473,7 @@ class Multiprocessing(WorkerBackend):
                 self._owed += 1  # its count is posted right after its state; taken later
             self._batches.completed(w)
             if s == INFOS:
-                self._worker_infos[w] = pickle.loads(self._mailboxes[w, :self._mail_sizes[w]])
+                self._worker_infos[w] = pickle.loads(self._mailboxes[w, : self._mail_sizes[w]])
             elif s == MESSAGE:
                 self._read_message(w)
 
@@ -473,8 +514,12 @@ class Multiprocessing(WorkerBackend):
         for w in workers:
             process = self._processes[w]
             if process.exitcode is not None:
-                self._fail(WorkerError(f"worker {w} (pid {process.pid}) {_exit_reason(process.exitcode)}; "
-                                       f"it held envs {self._env_range(w)}. The vector env is closed."))
+                self._fail(
+                    WorkerError(
+                        f"worker {w} (pid {process.pid}) {_exit_reason(process.exitcode)}; "
+                        f"it held envs {self._env_range(w)}. The vector env is closed."
+                    )
+                )
 
     def _drain(self) -> None:
         while self._busy:

@@ -33,15 +33,26 @@ class Multithreading(VecEnv):
     the driver thread takes the caller's place in the pool: max_num_threads counts it.
     """
 
-    def __init__(self, env_creators, env_args, env_kwargs, num_envs: int, seed: int = 0,
-                 max_num_threads: int | None = None, schedule: str = "static", pin_threads: bool = False,
-                 batch_size: int | None = None):
+    def __init__(
+        self,
+        env_creators,
+        env_args,
+        env_kwargs,
+        num_envs: int,
+        seed: int = 0,
+        max_num_threads: int | None = None,
+        schedule: str = "static",
+        pin_threads: bool = False,
+        batch_size: int | None = None,
+    ):
         env_type = native_env_class(env_creators, env_args, env_kwargs, "Multithreading")
         if batch_size is None or batch_size == "auto":
             batch_size = num_envs
         if not is_integer(batch_size) or not 1 <= batch_size <= num_envs or num_envs % batch_size:
-            raise APIUsageError(f"batch_size ({batch_size!r}) must divide num_envs ({num_envs}): the envs form "
-                                "num_envs / batch_size equal buffers")
+            raise APIUsageError(
+                f"batch_size ({batch_size!r}) must divide num_envs ({num_envs}): the envs form "
+                "num_envs / batch_size equal buffers"
+            )
         if max_num_threads is None or max_num_threads == "auto":
             max_num_threads = default_num_threads(num_envs, pipelined=batch_size < num_envs)
         max_num_threads = check_threads(max_num_threads)
@@ -49,8 +60,15 @@ class Multithreading(VecEnv):
         self.seed = check_seed(seed)
         self.num_buffers = num_envs // int(batch_size)
         self.batch_size = int(batch_size)
-        self.env = env_type(num_envs=num_envs, seed=self.seed, num_threads=max_num_threads, schedule=schedule,
-                            pin_threads=pin_threads, env_params=list(env_kwargs), num_buffers=self.num_buffers)
+        self.env = env_type(
+            num_envs=num_envs,
+            seed=self.seed,
+            num_threads=max_num_threads,
+            schedule=schedule,
+            pin_threads=pin_threads,
+            env_params=list(env_kwargs),
+            num_buffers=self.num_buffers,
+        )
         self.driver_env = self.env
         self.num_envs = num_envs
         self.num_agents = self.env.num_agents
@@ -64,8 +82,10 @@ class Multithreading(VecEnv):
         self.observations, self.final_observations = self.buf.observations, self.buf.final_observations
         # Views of each buffer's rows, made once: recv() returns them without copying.
         rows = self.agents_per_batch
-        self._batches = [(self.buf.rows(k * rows, (k + 1) * rows), self.agent_ids[k * rows:(k + 1) * rows])
-                         for k in range(self.num_buffers)]
+        self._batches = [
+            (self.buf.rows(k * rows, (k + 1) * rows), self.agent_ids[k * rows : (k + 1) * rows])
+            for k in range(self.num_buffers)
+        ]
         self._next = 0
         self._init_api()
 
@@ -111,8 +131,15 @@ class Multithreading(VecEnv):
         self._order.recv()
         if self.num_buffers == 1:
             buf = self.buf
-            return (buf.observations, buf.rewards, buf.terminals, buf.truncations, self.infos,
-                    self.agent_ids, buf.masks)
+            return (
+                buf.observations,
+                buf.rewards,
+                buf.terminals,
+                buf.truncations,
+                self.infos,
+                self.agent_ids,
+                buf.masks,
+            )
         k = self._next
         self.infos = infos = self.env.wait(k)
         rows, agent_ids = self._batches[k]
@@ -123,4 +150,3 @@ class Multithreading(VecEnv):
 
     def _close(self) -> None:
         self.env.close()
-

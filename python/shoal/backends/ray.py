@@ -72,8 +72,10 @@ def import_ray():
     except ModuleNotFoundError as exc:
         if exc.name != "ray":
             raise
-        raise APIUsageError("backend Ray needs the optional dependency ray: pip install 'shoal[ray]' "
-                            f"(or pip install 'ray>=2.9'); importing it failed: {exc}") from exc
+        raise APIUsageError(
+            "backend Ray needs the optional dependency ray: pip install 'shoal[ray]' "
+            f"(or pip install 'ray>=2.9'); importing it failed: {exc}"
+        ) from exc
     return ray
 
 
@@ -84,8 +86,16 @@ class EnvHost:
     :class:`Failure` naming the env, so the caller can report it.
     """
 
-    def __init__(self, payload: bytes, caller_path: list[str], native: bool, num_threads: int,
-                 shape: EnvShape, emulate: bool, rows: int):
+    def __init__(
+        self,
+        payload: bytes,
+        caller_path: list[str],
+        native: bool,
+        num_threads: int,
+        shape: EnvShape,
+        emulate: bool,
+        rows: int,
+    ):
         self.runner = None
         self.failure: Failure | None = None
         # Creators defined in the caller's own modules (scripts, tests) are pickled by reference:
@@ -94,8 +104,7 @@ class EnvHost:
         sys.path.extend(p for p in caller_path if p not in sys.path)
         try:
             envs = pickle.loads(payload)
-            self.block = np.zeros(max(block_size(shape.observation_space, shape.action_space, rows), 1),
-                                  dtype=np.uint8)
+            self.block = np.zeros(max(block_size(shape.observation_space, shape.action_space, rows), 1), dtype=np.uint8)
             self.buf = block_buffers(self.block, shape.observation_space, shape.action_space, rows)[0]
             self.buf.masks[:] = True
             if native:
@@ -213,6 +222,7 @@ class _Actors:
 # Caller side
 # ---------------------------------------------------------------------------------------------------
 
+
 class Ray(WorkerBackend):
     """Envs in ``num_workers`` Ray actors; results bit-identical, env by env, to Serial.
 
@@ -220,29 +230,48 @@ class Ray(WorkerBackend):
     ``max_num_threads``: pool threads per actor (native envs; None for Python envs).
     """
 
-    def __init__(self, env_creators, env_args, env_kwargs, num_envs: int, seed: int = 0,
-                 num_workers=None, batch_size=None, zero_copy: bool = True, sync_traj: bool = True,
-                 overwork: bool = False, ray_address: str | None = None, max_num_threads=None, **options):
+    def __init__(
+        self,
+        env_creators,
+        env_args,
+        env_kwargs,
+        num_envs: int,
+        seed: int = 0,
+        num_workers=None,
+        batch_size=None,
+        zero_copy: bool = True,
+        sync_traj: bool = True,
+        overwork: bool = False,
+        ray_address: str | None = None,
+        max_num_threads=None,
+        **options,
+    ):
         # Cores are the cluster's, checked once connected; worker_layout checks the rest now.
-        self._configure_workers(num_envs, seed, num_workers, batch_size, zero_copy, sync_traj, overwork, options,
-                                limit_to_cores=False)
+        self._configure_workers(
+            num_envs, seed, num_workers, batch_size, zero_copy, sync_traj, overwork, options, limit_to_cores=False
+        )
         if ray_address is not None and (not isinstance(ray_address, str) or not ray_address.strip()):
-            raise APIUsageError(f"ray_address must be a Ray cluster address such as '10.0.0.1:6379' or "
-                                f"'auto', or None to start a local Ray instance; got {ray_address!r}")
+            raise APIUsageError(
+                f"ray_address must be a Ray cluster address such as '10.0.0.1:6379' or "
+                f"'auto', or None to start a local Ray instance; got {ray_address!r}"
+            )
         self.native = is_native_env(env_creators[0])
         if self.native:
             native_env_class(env_creators, env_args, env_kwargs, "Ray")
             if max_num_threads not in (None, "auto"):
                 max_num_threads = check_threads(max_num_threads)
         elif max_num_threads is not None:
-            raise APIUsageError("max_num_threads sets the native thread pool of each Ray actor and applies to "
-                                "native envs (shoal.native.NativeEnv classes) only; Python envs run one per "
-                                f"actor thread. Got max_num_threads={max_num_threads!r} with "
-                                f"{getattr(env_creators[0], '__name__', env_creators[0])!r}")
+            raise APIUsageError(
+                "max_num_threads sets the native thread pool of each Ray actor and applies to "
+                "native envs (shoal.native.NativeEnv classes) only; Python envs run one per "
+                f"actor thread. Got max_num_threads={max_num_threads!r} with "
+                f"{getattr(env_creators[0], '__name__', env_creators[0])!r}"
+            )
         self.ray_address = ray_address
 
         ray = self._ray = import_ray()
         from ray.exceptions import GetTimeoutError, RayActorError, RayError
+
         self._GetTimeoutError, self._RayActorError, self._RayError = GetTimeoutError, RayActorError, RayError
 
         self._probe_driver(env_creators[0], env_args[0], env_kwargs[0])
@@ -253,14 +282,16 @@ class Ray(WorkerBackend):
             actors.connected = _connect(ray, ray_address)
             num_threads, cpus = self._plan_cpus(ray, max_num_threads)
             self.max_num_threads = num_threads if self.native else None
-            host = _actor_class(ray).options(num_cpus=cpus, max_restarts=0, max_task_retries=0,
-                                             scheduling_strategy="SPREAD")
+            host = _actor_class(ray).options(
+                num_cpus=cpus, max_restarts=0, max_task_retries=0, scheduling_strategy="SPREAD"
+            )
             caller_path = [os.path.abspath(p) for p in sys.path if p]
             for envs in self._env_slices(env_creators, env_args, env_kwargs):
                 # Pickled here, so the actor can extend its import path before it unpickles.
                 payload = envs.pickled("backend Ray needs picklable env creators")
-                actors.handles.append(host.remote(payload, caller_path, self.native, num_threads, shape,
-                                                  self._emulate, rows))
+                actors.handles.append(
+                    host.remote(payload, caller_path, self.native, num_threads, shape, self._emulate, rows)
+                )
             self._set_internal_envs(self._handshake(ray, actors.handles))
         except BaseException:
             self._finalizer()
@@ -268,7 +299,7 @@ class Ray(WorkerBackend):
             raise
         self._handles = actors.handles
         self.buf = Buffers.allocate(self.single_observation_space, self.single_action_space, self.num_agents)
-        self._refs: list = [None] * self.num_workers   # in-flight call of each actor
+        self._refs: list = [None] * self.num_workers  # in-flight call of each actor
         self._blocks: list = [None] * self.num_workers
         self._init_batches()
 
@@ -283,10 +314,12 @@ class Ray(WorkerBackend):
         cpus = float(max(1, threads))
         if self.num_workers * cpus > total:
             if not self.overwork:
-                raise APIUsageError(f"num_workers ({self.num_workers}) x {cpus:g} CPU(s) per actor "
-                                    f"{'(max_num_threads) ' if self.native else ''}> the Ray cluster's "
-                                    f"{total:g} CPUs. Use fewer workers or threads, or set overwork=True "
-                                    "to share the CPUs out.")
+                raise APIUsageError(
+                    f"num_workers ({self.num_workers}) x {cpus:g} CPU(s) per actor "
+                    f"{'(max_num_threads) ' if self.native else ''}> the Ray cluster's "
+                    f"{total:g} CPUs. Use fewer workers or threads, or set overwork=True "
+                    "to share the CPUs out."
+                )
             share = total / self.num_workers
             # Ray takes fractions below one CPU (to 1e-4) and whole numbers above.
             cpus = math.floor(share * 1e4) / 1e4 if share < 1 else float(math.floor(share))
@@ -302,9 +335,11 @@ class Ray(WorkerBackend):
         except self._RayError as exc:
             raise WorkerError(f"Ray could not start the actors: {exc}") from exc
         if len(ready) < len(refs):
-            raise WorkerError(f"only {len(ready)} of {len(refs)} Ray actors started within {START_TIMEOUT_S:g} s "
-                              f"(the cluster's available resources: {ray.available_resources()}); other work "
-                              "may hold its CPUs")
+            raise WorkerError(
+                f"only {len(ready)} of {len(refs)} Ray actors started within {START_TIMEOUT_S:g} s "
+                f"(the cluster's available resources: {ray.available_resources()}); other work "
+                "may hold its CPUs"
+            )
         for w, ref in enumerate(refs):
             try:
                 pid, host, count, error = ray.get(ref)
@@ -323,7 +358,7 @@ class Ray(WorkerBackend):
         shared, rows = self.buf.actions, self.rows_per_worker
         for i, w in enumerate(self._batch):
             worker_actions = shared[self._worker_rows[w]]
-            np.copyto(worker_actions, actions[i * rows:(i + 1) * rows], casting="unsafe")
+            np.copyto(worker_actions, actions[i * rows : (i + 1) * rows], casting="unsafe")
             # Ray serializes the arguments inside .remote(), so the rows may be reused right away.
             self._dispatch(w, self._handles[w].step.remote(worker_actions))
 
@@ -405,13 +440,17 @@ class Ray(WorkerBackend):
         try:
             return self._ray.get(self._refs[w])
         except self._RayActorError as exc:
-            self._fail(WorkerError(f"{self._origin(w)} died; "
-                                   f"it held envs {self._env_range(w)}. The vector env is closed.\n{exc}"))
+            self._fail(
+                WorkerError(
+                    f"{self._origin(w)} died; it held envs {self._env_range(w)}. The vector env is closed.\n{exc}"
+                )
+            )
         except self._RayError as exc:
             # The actor lives but Ray could not deliver its result (e.g. infos that do not pickle).
-            raise EnvError(f"worker {w} (envs {self._env_range(w)}): Ray could not return its result: "
-                           f"{type(exc).__name__}: {exc}\nCall reset() before stepping again.") from exc
-
+            raise EnvError(
+                f"worker {w} (envs {self._env_range(w)}): Ray could not return its result: "
+                f"{type(exc).__name__}: {exc}\nCall reset() before stepping again."
+            ) from exc
 
     def _drain(self) -> None:
         while self._busy:

@@ -28,8 +28,9 @@ BUILTIN: dict[str, BackendEntry] = {
     # Serial takes the worker options so that one configuration works across backends.
     "Serial": BackendEntry("shoal.backends.serial", WORKER_OPTIONS),
     "Multiprocessing": BackendEntry("shoal.backends.multiprocessing", (*WORKER_OPTIONS, "start_method")),
-    "Multithreading": BackendEntry("shoal.backends.multithreading",
-                                   ("max_num_threads", "schedule", "pin_threads", "batch_size")),
+    "Multithreading": BackendEntry(
+        "shoal.backends.multithreading", ("max_num_threads", "schedule", "pin_threads", "batch_size")
+    ),
     "Ray": BackendEntry("shoal.backends.ray", (*WORKER_OPTIONS, "ray_address", "max_num_threads")),
 }
 
@@ -92,6 +93,8 @@ def resolve_backend(backend) -> type:
         entry = BUILTIN.get(backend.__name__)
         if entry is not None and backend.__module__ == entry.module:
             return backend
-        raise APIUsageError(f"backend {backend.__name__} is not registered; register_backend() it first "
-                            f"or pick one of {backend_names()}")
+        raise APIUsageError(
+            f"backend {backend.__name__} is not registered; register_backend() it first "
+            f"or pick one of {backend_names()}"
+        )
     raise APIUsageError(f"backend must be a class or a name, got {backend!r}")

@@ -19,12 +19,15 @@ class Serial(VecEnv):
     it always steps every env.
     """
 
-    def __init__(self, env_creators, env_args, env_kwargs, num_envs: int, seed: int = 0,
-                 buf: Buffers | None = None, **options):
+    def __init__(
+        self, env_creators, env_args, env_kwargs, num_envs: int, seed: int = 0, buf: Buffers | None = None, **options
+    ):
         batch_size = options.get("batch_size")
         if batch_size is not None and batch_size != num_envs:
-            raise APIUsageError(f"Serial steps all num_envs={num_envs} envs every batch; batch_size "
-                                f"must be num_envs or None, got {batch_size}")
+            raise APIUsageError(
+                f"Serial steps all num_envs={num_envs} envs every batch; batch_size "
+                f"must be num_envs or None, got {batch_size}"
+            )
         self.seed = check_seed(seed)
         self.num_envs = num_envs
         self.driver_env, emulate = probe_driver(env_creators[0], env_args[0], env_kwargs[0])
@@ -37,8 +40,9 @@ class Serial(VecEnv):
             buf = Buffers.allocate(self.single_observation_space, self.single_action_space, self.num_agents)
         self.buf = buf
         try:
-            self._runner = python_slice(EnvSlice(0, env_creators, env_args, env_kwargs), buf, emulate,
-                                        EnvShape.of(driver))
+            self._runner = python_slice(
+                EnvSlice(0, env_creators, env_args, env_kwargs), buf, emulate, EnvShape.of(driver)
+            )
         except BaseException:
             driver.close()
             raise
@@ -65,8 +69,7 @@ class Serial(VecEnv):
     def recv(self):
         self._order.recv()
         buf = self.buf
-        return (buf.observations, buf.rewards, buf.terminals, buf.truncations, self.infos,
-                self.agent_ids, buf.masks)
+        return (buf.observations, buf.rewards, buf.terminals, buf.truncations, self.infos, self.agent_ids, buf.masks)
 
     def _run(self, command, *args) -> list:
         try:

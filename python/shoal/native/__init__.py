@@ -12,5 +12,14 @@ from .env import (
     native_env_class,
 )
 
-__all__ = ["SCHEDULES", "EpisodeLog", "NativeEnv", "check_schedule", "check_threads", "env_class", "is_native_env",
-           "load_env", "native_env_class"]
+__all__ = [
+    "SCHEDULES",
+    "EpisodeLog",
+    "NativeEnv",
+    "check_schedule",
+    "check_threads",
+    "env_class",
+    "is_native_env",
+    "load_env",
+    "native_env_class",
+]

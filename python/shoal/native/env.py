@@ -42,15 +42,17 @@ def native_env_class(env_creators, env_args, env_kwargs, backend: str) -> type[N
         raise APIUsageError(
             f"backend {backend} steps native (C) envs such as shoal.envs.CartPole or a class from "
             f"shoal.native.load_env(); {getattr(creator, '__name__', creator)!r} is a Python env creator. "
-            "Use backend='Serial' or backend='Multiprocessing' for Python envs.")
+            "Use backend='Serial' or backend='Multiprocessing' for Python envs."
+        )
     if any(c is not creator for c in env_creators):
         raise APIUsageError(f"backend {backend} needs one native env type for every env")
     if any(args for args in env_args):
         raise APIUsageError("native envs take keyword parameters only (env_kwargs); got positional env_args")
     for i, kwargs in enumerate(env_kwargs):
         if "num_envs" in kwargs or "num_threads" in kwargs:
-            raise APIUsageError(f"env_kwargs[{i}] sets num_envs/num_threads; pass them to make() as "
-                                "num_envs and max_num_threads")
+            raise APIUsageError(
+                f"env_kwargs[{i}] sets num_envs/num_threads; pass them to make() as num_envs and max_num_threads"
+            )
     return creator
 
 
@@ -88,16 +90,28 @@ class NativeEnv(PufferEnv):
 
     spec = None
 
-    def __init__(self, num_envs: int = 1, buf: Buffers | None = None, seed: int = 0, num_threads: int = 0,
-                 schedule: str = "static", pin_threads: bool = False, env_params: list[dict] | None = None,
-                 num_buffers: int = 1, **params):
+    def __init__(
+        self,
+        num_envs: int = 1,
+        buf: Buffers | None = None,
+        seed: int = 0,
+        num_threads: int = 0,
+        schedule: str = "static",
+        pin_threads: bool = False,
+        env_params: list[dict] | None = None,
+        num_buffers: int = 1,
+        **params,
+    ):
         info = self.describe()
         num_envs = check_integer(num_envs, "num_envs", 1)
         if env_params is not None:
             if params:
                 raise APIUsageError("pass parameters either as keywords or as env_params, not both")
-            if not isinstance(env_params, list) or len(env_params) != num_envs \
-                    or not all(isinstance(p, dict) for p in env_params):
+            if (
+                not isinstance(env_params, list)
+                or len(env_params) != num_envs
+                or not all(isinstance(p, dict) for p in env_params)
+            ):
                 raise APIUsageError(f"env_params must be a list of {num_envs} dicts (one per env)")
         matrix, max_episode_steps = resolve_params(info, env_params or [params] * num_envs)
         num_threads = check_threads(num_threads)
@@ -109,13 +123,29 @@ class NativeEnv(PufferEnv):
         super().__init__(buf, check_seed(seed))
         self.max_episode_steps = max_episode_steps
         b = self.buf
-        self._vec = _native.Vector(self.spec, self.num_envs, matrix, max_episode_steps, b.observations,
-                                   b.final_observations, b.actions, b.rewards, b.terminals, b.truncations,
-                                   b.masks, num_threads, schedule, 0, bool(pin_threads), num_buffers)
+        self._vec = _native.Vector(
+            self.spec,
+            self.num_envs,
+            matrix,
+            max_episode_steps,
+            b.observations,
+            b.final_observations,
+            b.actions,
+            b.rewards,
+            b.terminals,
+            b.truncations,
+            b.masks,
+            num_threads,
+            schedule,
+            0,
+            bool(pin_threads),
+            num_buffers,
+        )
         self.num_buffers = self._vec.num_buffers
         envs_per_buffer = self.num_envs // self.num_buffers
-        self._logs = [EpisodeLog(self._vec, k * envs_per_buffer, (k + 1) * envs_per_buffer)
-                      for k in range(self.num_buffers)]
+        self._logs = [
+            EpisodeLog(self._vec, k * envs_per_buffer, (k + 1) * envs_per_buffer) for k in range(self.num_buffers)
+        ]
         self._check_buffer_actions = ActionChecker(self.single_action_space, self.num_agents // self.num_buffers)
 
     @classmethod
@@ -184,8 +214,7 @@ class NativeEnv(PufferEnv):
 def env_class(spec, class_name: str, doc: str | None = None) -> type[NativeEnv]:
     """A NativeEnv subclass for ``spec``."""
     info = spec.describe()
-    return type(class_name, (NativeEnv,), {"spec": spec, "__doc__": doc or info["doc"],
-                                           "__module__": "shoal.envs"})
+    return type(class_name, (NativeEnv,), {"spec": spec, "__doc__": doc or info["doc"], "__module__": "shoal.envs"})
 
 
 def load_env(path: str | Path, name: str, class_name: str | None = None) -> type[NativeEnv]:

@@ -27,8 +27,7 @@ def action_space(info: dict) -> spaces.Space:
         return spaces.Discrete(info["action_nvec"][0])
     if info["action_kind"] == "multidiscrete":
         return spaces.MultiDiscrete(info["action_nvec"])
-    return spaces.Box(low=info["action_low"], high=info["action_high"], shape=(info["action_dims"],),
-                      dtype=np.float32)
+    return spaces.Box(low=info["action_low"], high=info["action_high"], shape=(info["action_dims"],), dtype=np.float32)
 
 
 def resolve_params(info: dict, per_env_kwargs: list[dict]) -> tuple[np.ndarray, int]:
@@ -50,12 +49,14 @@ def resolve_params(info: dict, per_env_kwargs: list[dict]) -> tuple[np.ndarray, 
             if p["type"] == "int" and not float(value).is_integer():
                 raise APIUsageError(f"{info['name']}: parameter {p['name']} must be an integer, got {value!r}")
             if not (p["min"] <= value <= p["max"]):
-                raise APIUsageError(f"{info['name']}: parameter {p['name']}={value} (env {i}) is outside "
-                                    f"[{p['min']:g}, {p['max']:g}]")
+                raise APIUsageError(
+                    f"{info['name']}: parameter {p['name']}={value} (env {i}) is outside [{p['min']:g}, {p['max']:g}]"
+                )
             matrix[i, j] = value
         limit = kwargs.get("max_episode_steps", info["max_episode_steps"])
         limits.add(check_integer(limit, f"{info['name']}: max_episode_steps (0 = no limit)", 0, 2**31 - 1))
     if len(limits) > 1:
-        raise APIUsageError(f"{info['name']}: max_episode_steps must be the same for every env of a vector, "
-                            f"got {sorted(limits)}")
+        raise APIUsageError(
+            f"{info['name']}: max_episode_steps must be the same for every env of a vector, got {sorted(limits)}"
+        )
     return matrix, limits.pop()

@@ -20,9 +20,9 @@ class BatchSelector:
         self.clear()
 
     def clear(self) -> None:
-        self.ready: list[int] = []       # completed, not returned yet (order of discovery)
+        self.ready: list[int] = []  # completed, not returned yet (order of discovery)
         self.is_ready = [False] * self.num_workers
-        self.pending: list[int] = []     # dispatched, not returned yet (dispatch order; sync_traj)
+        self.pending: list[int] = []  # dispatched, not returned yet (dispatch order; sync_traj)
 
     def dispatched(self, w: int) -> None:
         if self.sync_traj:
@@ -54,7 +54,7 @@ class BatchSelector:
         elif self.zero_copy:
             for w in ready:
                 first = w - w % wpb
-                if all(self.is_ready[first:first + wpb]):
+                if all(self.is_ready[first : first + wpb]):
                     batch = list(range(first, first + wpb))
                     break
             else:

@@ -30,11 +30,12 @@ class Carver:
         self.nbytes = start + size
         if self.memory is None:
             return np.empty(shape, dtype)
-        return self.memory[start:start + size].view(dtype).reshape(shape)
+        return self.memory[start : start + size].view(dtype).reshape(shape)
 
 
-def block_buffers(memory: np.ndarray | None, observation_space: spaces.Box, action_space: spaces.Space,
-                  rows: int) -> tuple[Buffers, Carver]:
+def block_buffers(
+    memory: np.ndarray | None, observation_space: spaces.Box, action_space: spaces.Space, rows: int
+) -> tuple[Buffers, Carver]:
     """Buffers of ``rows`` rows carved from the start of ``memory``; the carver goes on after them."""
     carver = Carver(memory)
     return Buffers.from_allocator(observation_space, action_space, rows, carver), carver

@@ -26,8 +26,18 @@ from .slices import EnvSlice
 class WorkerBackend(VecEnv):
     """Base of the backends whose envs live in ``num_workers`` workers (processes or actors)."""
 
-    def _configure_workers(self, num_envs: int, seed: int, num_workers, batch_size, zero_copy, sync_traj,
-                           overwork, options: dict, limit_to_cores: bool = True) -> None:
+    def _configure_workers(
+        self,
+        num_envs: int,
+        seed: int,
+        num_workers,
+        batch_size,
+        zero_copy,
+        sync_traj,
+        overwork,
+        options: dict,
+        limit_to_cores: bool = True,
+    ) -> None:
         """Checks the common arguments and sets the worker layout attributes."""
         if options:
             raise APIUsageError(f"invalid argument(s) {sorted(options)} for backend {type(self).__name__}")
@@ -35,8 +45,9 @@ class WorkerBackend(VecEnv):
         zero_copy = check_bool(zero_copy, "zero_copy")
         self.sync_traj = check_bool(sync_traj, "sync_traj")
         self.overwork = check_bool(overwork, "overwork")
-        layout = self._layout = worker_layout(num_envs, num_workers, batch_size, zero_copy, self.overwork,
-                                              limit_to_cores=limit_to_cores)
+        layout = self._layout = worker_layout(
+            num_envs, num_workers, batch_size, zero_copy, self.overwork, limit_to_cores=limit_to_cores
+        )
         self.num_envs = num_envs
         self.num_workers, self.batch_size, self.zero_copy = layout.num_workers, layout.batch_size, layout.zero_copy
         self.envs_per_worker, self.workers_per_batch = layout.envs_per_worker, layout.workers_per_batch
@@ -55,8 +66,9 @@ class WorkerBackend(VecEnv):
         self.agents_per_batch = self.rows_per_worker * self.workers_per_batch
 
     def _env_slices(self, env_creators, env_args, env_kwargs) -> list[EnvSlice]:
-        return [EnvSlice.of(env_creators, env_args, env_kwargs, self._layout.env_slice(w))
-                for w in range(self.num_workers)]
+        return [
+            EnvSlice.of(env_creators, env_args, env_kwargs, self._layout.env_slice(w)) for w in range(self.num_workers)
+        ]
 
     def _set_internal_envs(self, counts: list[int]) -> None:
         """Records how many envs each worker holds (a PufferEnv may hold several): worker w resets
@@ -70,8 +82,9 @@ class WorkerBackend(VecEnv):
         # Batches of any ready workers that are not an aligned block are copied into a batch buffer.
         self._copy_mode = (not self.zero_copy) and 1 < wpb < self.num_workers
         if self._copy_mode:
-            self._batch_buf = Buffers.allocate(self.single_observation_space, self.single_action_space,
-                                               self.agents_per_batch)
+            self._batch_buf = Buffers.allocate(
+                self.single_observation_space, self.single_action_space, self.agents_per_batch
+            )
             self._batch_ids = np.empty(self.agents_per_batch, dtype=np.int64)
             self._worker_ids = [agent_id_range(r.start, r.stop) for r in self._worker_rows]
         else:
@@ -79,10 +92,19 @@ class WorkerBackend(VecEnv):
             self._views = []
             for b in range(self.num_workers // wpb):
                 r = slice(b * self.agents_per_batch, (b + 1) * self.agents_per_batch)
-                self._views.append((buf.observations[r], buf.rewards[r], buf.terminals[r],
-                                    buf.truncations[r], agent_id_range(r.start, r.stop), buf.masks[r],
-                                    buf.final_observations[r], buf.actions[r]))
-        self._busy: list[int] = []      # dispatched, not completed (dispatch order)
+                self._views.append(
+                    (
+                        buf.observations[r],
+                        buf.rewards[r],
+                        buf.terminals[r],
+                        buf.truncations[r],
+                        agent_id_range(r.start, r.stop),
+                        buf.masks[r],
+                        buf.final_observations[r],
+                        buf.actions[r],
+                    )
+                )
+        self._busy: list[int] = []  # dispatched, not completed (dispatch order)
         self._batches = BatchSelector(self.num_workers, wpb, self.zero_copy, self.sync_traj)
         self._worker_infos: list[list] = [[] for _ in range(self.num_workers)]
         self._batch: list[int] = []

@@ -30,8 +30,14 @@ class WorkerLayout:
         return f"{envs.start}..{envs.stop - 1}"
 
 
-def worker_layout(num_envs: int, num_workers=None, batch_size=None, zero_copy: bool = True,
-                  overwork: bool = False, limit_to_cores: bool = True) -> WorkerLayout:
+def worker_layout(
+    num_envs: int,
+    num_workers=None,
+    batch_size=None,
+    zero_copy: bool = True,
+    overwork: bool = False,
+    limit_to_cores: bool = True,
+) -> WorkerLayout:
     """Validates the worker/batch layout with PufferLib 3.0's rules; errors name the numbers."""
     num_envs = check_integer(num_envs, "num_envs", 1)
     cores = _native.physical_cores()
@@ -47,16 +53,23 @@ def worker_layout(num_envs: int, num_workers=None, batch_size=None, zero_copy: b
     if batch_size > num_envs:
         raise APIUsageError(f"batch_size ({batch_size}) must be <= num_envs ({num_envs})")
     if batch_size % envs_per_worker != 0:
-        raise APIUsageError(f"batch_size ({batch_size}) must be divisible by num_envs / num_workers "
-                            f"({num_envs} / {num_workers} = {envs_per_worker})")
+        raise APIUsageError(
+            f"batch_size ({batch_size}) must be divisible by num_envs / num_workers "
+            f"({num_envs} / {num_workers} = {envs_per_worker})"
+        )
     if zero_copy and num_envs % batch_size != 0:
-        raise APIUsageError(f"zero_copy=True needs num_envs ({num_envs}) divisible by batch_size "
-                            f"({batch_size}); pick another batch_size or set zero_copy=False")
+        raise APIUsageError(
+            f"zero_copy=True needs num_envs ({num_envs}) divisible by batch_size "
+            f"({batch_size}); pick another batch_size or set zero_copy=False"
+        )
     if limit_to_cores and num_workers > cores and not overwork:
-        raise APIUsageError(f"num_workers ({num_workers}) > physical cores ({cores}) is disallowed by "
-                            "default: one process per core is fastest. Set overwork=True to allow it.")
-    return WorkerLayout(num_envs, num_workers, batch_size, envs_per_worker,
-                        batch_size // envs_per_worker, bool(zero_copy))
+        raise APIUsageError(
+            f"num_workers ({num_workers}) > physical cores ({cores}) is disallowed by "
+            "default: one process per core is fastest. Set overwork=True to allow it."
+        )
+    return WorkerLayout(
+        num_envs, num_workers, batch_size, envs_per_worker, batch_size // envs_per_worker, bool(zero_copy)
+    )
 
 
 def first_env_indices(env_counts: list[int]) -> list[int]:

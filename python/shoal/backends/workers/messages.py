@@ -26,12 +26,18 @@ class Failure:
 
     def creation_error(self, worker: int, envs: str, origin: str) -> EnvError:
         """The error of a worker that could not build its envs; ``origin`` names the worker's process."""
-        return EnvError(f"worker {worker} failed to create envs {envs}: {self.name}: {self.text}\n\n"
-                        f"Traceback in {origin}:\n{self.traceback}")
+        return EnvError(
+            f"worker {worker} failed to create envs {envs}: {self.name}: {self.text}\n\n"
+            f"Traceback in {origin}:\n{self.traceback}"
+        )
 
     def step_error(self, worker: int, envs: str, origin: str) -> EnvError:
         """The error of a failed reset or step, naming the env where one failed."""
-        where = f"env {self.env_index} (worker {worker})" if self.env_index is not None \
+        where = (
+            f"env {self.env_index} (worker {worker})"
+            if self.env_index is not None
             else f"worker {worker} (envs {envs})"
-        return EnvError(f"{where} raised {self.name}: {self.text}\n\nTraceback in {origin}:\n{self.traceback}"
-                        f"{RESET_HINT}")
+        )
+        return EnvError(
+            f"{where} raised {self.name}: {self.text}\n\nTraceback in {origin}:\n{self.traceback}{RESET_HINT}"
+        )

@@ -54,11 +54,16 @@ class EnvShape:
         return cls(env.single_observation_space, env.single_action_space, env.num_agents)
 
     def check(self, env: PufferEnv, index: int) -> None:
-        for name, expected in (("single_observation_space", self.observation_space),
-                               ("single_action_space", self.action_space), ("num_agents", self.num_agents)):
+        for name, expected in (
+            ("single_observation_space", self.observation_space),
+            ("single_action_space", self.action_space),
+            ("num_agents", self.num_agents),
+        ):
             if getattr(env, name) != expected:
-                raise APIUsageError(f"env {index} has {name}={getattr(env, name)}, but env 0 has "
-                                    f"{expected}; every env of a vector must match")
+                raise APIUsageError(
+                    f"env {index} has {name}={getattr(env, name)}, but env 0 has "
+                    f"{expected}; every env of a vector must match"
+                )
 
 
 def probe_driver(creator, args, kwargs) -> tuple[PufferEnv, bool]:
@@ -80,7 +85,7 @@ class SliceRunner:
         self._per_env = per_env  # False: one native object holds the slice and names failing envs itself
         self.internal_envs = sum(env.num_envs for env in envs)
         starts = first_env_indices([env.num_agents for env in envs])
-        self._steps = [(env, buf.actions[start:start + env.num_agents]) for env, start in zip(envs, starts)]
+        self._steps = [(env, buf.actions[start : start + env.num_agents]) for env, start in zip(envs, starts)]
         self._resets = list(zip(envs, first_env_indices([env.num_envs for env in envs])))
         self._batched_step = None
         if emulation.batchable(envs):
@@ -150,8 +155,10 @@ def python_slice(envs: EnvSlice, buf: Buffers, emulate: bool, shape: EnvShape) -
                 else:
                     env = creator(*args, buf=env_rows, **kwargs)
             except APIUsageError as error:
-                raise APIUsageError(f"env {index} does not fit the vector built from env 0 (every env must "
-                                    f"have the same spaces and agent count): {error}") from None
+                raise APIUsageError(
+                    f"env {index} does not fit the vector built from env 0 (every env must "
+                    f"have the same spaces and agent count): {error}"
+                ) from None
             shape.check(env, index)
             built.append(env)
     except BaseException:

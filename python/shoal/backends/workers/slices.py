@@ -31,5 +31,6 @@ class EnvSlice:
         try:
             return cloudpickle.dumps(self)
         except Exception as exc:
-            raise APIUsageError(f"{remedy}: shipping env creators, args and kwargs to the workers with "
-                                f"cloudpickle failed: {exc}") from exc
+            raise APIUsageError(
+                f"{remedy}: shipping env creators, args and kwargs to the workers with cloudpickle failed: {exc}"
+            ) from exc
