@@ -28,10 +28,9 @@ import time
 
 import gymnasium
 import numpy as np
-import psutil
 
 import shoal
-from shoal import benchmark
+from shoal import _native, benchmark
 from shoal.backends.multiprocessing import default_start_method
 from shoal.vector import make
 
@@ -145,7 +144,7 @@ def environment(args, load_at_start) -> list[str]:
     return [
         f"- python {platform.python_version()}, numpy {np.__version__}, gymnasium {gymnasium.__version__}, "
         f"shoal {shoal.__version__}, {platform.system()} {platform.release()}",
-        f"- CPU: {benchmark.cpu_model()}; {psutil.cpu_count(logical=False)} physical / {psutil.cpu_count()} logical cores",
+        f"- CPU: {benchmark.cpu_model()}; {_native.physical_cores()} physical / {os.cpu_count()} logical cores",
         f"- start method: {args.start_method}; {args.num_envs} envs; Multiprocessing num_workers={args.workers}",
         f"- timed: send+recv (Gymnasium: step) only, actions generated in advance, no policy; "
         f"{args.steps} agent steps per sample after {args.warmup} warm-up agent steps; "

@@ -1,4 +1,4 @@
-"""Multiprocessing: one OS process per worker, each stepping a Serial over its slice of envs.
+"""Multiprocessing: one OS process per worker, each running Serial's slice runner over its envs.
 
 Memory. Every buffer (observations, final observations, actions, rewards, terminals, truncations,
 masks) and the per-worker control bytes live in ONE ``multiprocessing.RawArray``. Its arena is an

@@ -1,7 +1,7 @@
 """Ray: envs in Ray actors, on this machine or across a cluster, with the Multiprocessing API.
 
-Placement. ``num_workers`` actors each host ``num_envs / num_workers`` consecutive envs: a Serial
-sub-vector for Python envs (Gymnasium, PettingZoo, PufferEnv), or one native vector for
+Placement. ``num_workers`` actors each host ``num_envs / num_workers`` consecutive envs: the slice
+runner Serial uses for Python envs (Gymnasium, PettingZoo, PufferEnv), or one native vector for
 ``shoal.native.NativeEnv`` classes, stepped by shoal's thread pool inside the actor
 (``max_num_threads`` threads per actor; default: the cluster's CPUs over the actors). An actor asks
 Ray for one CPU per thread, so a cluster with too few CPUs is an APIUsageError unless
