@@ -29,7 +29,7 @@ class PufferEnv:
     """
 
     num_envs = 1
-    emulated = None  # layout of the original spaces, for envs that flatten them (see emulation.py)
+    emulated = None  # layout of the original spaces, for envs that flatten them (see shoal.emulation)
 
     def __init__(self, buf: Buffers | None = None, seed: int = 0):
         for name in ("single_observation_space", "single_action_space", "num_agents"):

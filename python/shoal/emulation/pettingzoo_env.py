@@ -1,0 +1,132 @@
+"""A PettingZoo ParallelEnv as a PufferEnv with one row per possible agent."""
+
+from __future__ import annotations
+
+import numpy as np
+from gymnasium import spaces
+
+from ..buffers import Buffers
+from ..errors import APIUsageError
+from ..seeding import check_seed, env_seed
+from ..spaces import check_action_space
+from .base import EmulatedEnv, array_action
+from .layout import ObservationLayout
+
+
+class PettingZooPufferEnv(EmulatedEnv):
+    """A PettingZoo ParallelEnv as a PufferEnv with one row per possible agent (see the module doc)."""
+
+    def __init__(self, env, buf: Buffers | None = None, seed: int = 0):
+        self.env = env
+        owner = type(env).__name__
+        agents = list(env.possible_agents)
+        if not agents:
+            raise APIUsageError(f"{owner}.possible_agents is empty")
+        if len(set(agents)) != len(agents):
+            raise APIUsageError(f"{owner}.possible_agents has duplicates: {agents}")
+        observation_space = env.observation_space(agents[0])
+        action_space = env.action_space(agents[0])
+        for agent in agents[1:]:
+            if env.observation_space(agent) != observation_space:
+                raise APIUsageError(
+                    f"{owner}: agent {agent!r} has observation space "
+                    f"{env.observation_space(agent)} but {agents[0]!r} has "
+                    f"{observation_space}; all agents must share one"
+                )
+            if env.action_space(agent) != action_space:
+                raise APIUsageError(
+                    f"{owner}: agent {agent!r} has action space {env.action_space(agent)} but "
+                    f"{agents[0]!r} has {action_space}; all agents must share one"
+                )
+        check_action_space(action_space, owner)
+        self.possible_agents = agents
+        self.emulated = ObservationLayout(observation_space)
+        self.single_observation_space = self.emulated.flat_space
+        self.single_action_space = action_space
+        self.num_agents = len(agents)
+        super().__init__(buf, check_seed(seed))
+        layout = self.emulated
+        self._slots = list(enumerate(agents))
+        self._writers = [layout.writer(self.observations[i]) for i in range(self.num_agents)]
+        self._slot_of = {agent: i for i, agent in self._slots}
+        self._discrete = isinstance(action_space, spaces.Discrete)
+        self._convert_action = None if self._discrete else array_action(action_space)
+        self._agent_returns = np.zeros(self.num_agents)
+        self._episode_length = 0
+        self._closed = False
+
+    def _write_observations(self, observations: dict) -> None:
+        """Writes present agents' rows; absent agents get a zero row and mask False."""
+        for i, agent in self._slots:
+            observation = observations.get(agent)
+            if observation is None:
+                self.observations[i] = 0
+                self.masks[i] = False
+            else:
+                self._writers[i](observation)
+                self.masks[i] = True
+
+    def reset(self, seed: int | None = None):
+        seed = self.seed if seed is None else check_seed(seed)
+        observations, infos = self.env.reset(seed=env_seed(seed, 0))
+        self._check_agents(observations)
+        for observation in observations.values():
+            self.emulated.check(observation)
+        self._write_observations(observations)
+        self._clear_step_outputs()
+        self._agent_returns[...] = 0
+        self._episode_length = 0
+        return self.observations, [info for info in infos.values() if info]
+
+    def _check_agents(self, observations: dict) -> None:
+        unknown = [agent for agent in observations if agent not in self._slot_of]
+        if unknown:
+            raise APIUsageError(
+                f"{type(self.env).__name__} returned agents {unknown} that are not in "
+                f"possible_agents {self.possible_agents}"
+            )
+
+    def step(self, actions):
+        env = self.env
+        slot_of = self._slot_of
+        if self._discrete:
+            joint = {agent: int(actions[slot_of[agent]]) for agent in env.agents}
+        else:
+            convert = self._convert_action
+            joint = {agent: convert(actions[slot_of[agent]]) for agent in env.agents}
+        observations, rewards, terminations, truncations, infos = env.step(joint)
+        self._write_observations(observations)
+        step_infos = []
+        ended = False
+        for i, agent in self._slots:
+            reward = rewards.get(agent, 0.0)
+            terminated = bool(terminations.get(agent, False))
+            truncated = bool(truncations.get(agent, False))
+            self.rewards[i] = reward
+            self.terminals[i] = terminated
+            self.truncations[i] = truncated
+            self._agent_returns[i] += reward
+            if terminated or truncated:
+                self.final_observations[i] = self.observations[i]
+                ended = True
+            info = infos.get(agent)
+            if info:
+                step_infos.append(info)
+        self._episode_length += 1
+        live = env.agents
+        if not live or (
+            ended and all(terminations.get(agent, False) or truncations.get(agent, False) for agent in live)
+        ):
+            step_infos.append(
+                {
+                    "episode_return": float(self._agent_returns.sum()),
+                    "episode_length": self._episode_length,
+                    "agent_returns": {agent: float(self._agent_returns[i]) for i, agent in self._slots},
+                }
+            )
+            self._agent_returns[...] = 0
+            self._episode_length = 0
+            observations, reset_infos = env.reset()
+            self._write_observations(observations)
+            step_infos.extend(info for info in reset_infos.values() if info)
+        return self.observations, self.rewards, self.terminals, self.truncations, step_infos
