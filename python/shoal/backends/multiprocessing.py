@@ -282,15 +282,10 @@ class Multiprocessing(WorkerBackend):
         env_kwargs,
         num_envs: int,
         seed: int = 0,
-        num_workers=None,
-        batch_size=None,
-        zero_copy: bool = True,
-        sync_traj: bool = True,
-        overwork: bool = False,
         start_method: str | None = None,
-        **options,
+        **worker_options,
     ):
-        self._configure_workers(num_envs, seed, num_workers, batch_size, zero_copy, sync_traj, overwork, options)
+        self._configure_workers(num_envs, seed, worker_options)
         if start_method is None:
             start_method = default_start_method()
         available = multiprocessing.get_all_start_methods()

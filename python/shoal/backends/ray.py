@@ -237,19 +237,12 @@ class Ray(WorkerBackend):
         env_kwargs,
         num_envs: int,
         seed: int = 0,
-        num_workers=None,
-        batch_size=None,
-        zero_copy: bool = True,
-        sync_traj: bool = True,
-        overwork: bool = False,
         ray_address: str | None = None,
         max_num_threads=None,
-        **options,
+        **worker_options,
     ):
         # Cores are the cluster's, checked once connected; worker_layout checks the rest now.
-        self._configure_workers(
-            num_envs, seed, num_workers, batch_size, zero_copy, sync_traj, overwork, options, limit_to_cores=False
-        )
+        self._configure_workers(num_envs, seed, worker_options, limit_to_cores=False)
         if ray_address is not None and (not isinstance(ray_address, str) or not ray_address.strip()):
             raise APIUsageError(
                 f"ray_address must be a Ray cluster address such as '10.0.0.1:6379' or "

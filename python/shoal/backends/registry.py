@@ -10,9 +10,10 @@ import importlib
 from dataclasses import dataclass
 
 from ..errors import APIUsageError
+from .workers.layout import WORKER_OPTIONS as WORKER_DEFAULTS
 
 #: options of the backends whose envs are split over workers (PufferLib 3.0's Multiprocessing)
-WORKER_OPTIONS = ("num_workers", "batch_size", "zero_copy", "sync_traj", "overwork")
+WORKER_OPTIONS = tuple(WORKER_DEFAULTS)
 
 
 @dataclass(frozen=True)

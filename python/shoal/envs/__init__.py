@@ -1,9 +1,9 @@
 """Bundled native envs, each usable with every backend.
 
-    CartPole  Gymnasium CartPole-v1 dynamics, bit for bit
-    Squared   tiny grid target task
-    Grid      multi-agent grid: 4 agents per env, traps that kill, masks for dead agents
-    Deep      CPU-deep env whose per-step cost is the parameter `work`
+CartPole  Gymnasium CartPole-v1 dynamics, bit for bit
+Squared   tiny grid target task
+Grid      multi-agent grid: 4 agents per env, traps that kill, masks for dead agents
+Deep      CPU-deep env whose per-step cost is the parameter `work`
 """
 
 from .. import _native

@@ -18,7 +18,7 @@ from ...seeding import check_seed, offset_seed
 from ...validation import check_bool
 from ..base import VecEnv, agent_id_range
 from .batching import BatchSelector, take_infos
-from .layout import first_env_indices, worker_layout
+from .layout import WORKER_OPTIONS, first_env_indices, worker_layout
 from .runner import EnvShape, probe_driver
 from .slices import EnvSlice
 
@@ -26,21 +26,14 @@ from .slices import EnvSlice
 class WorkerBackend(VecEnv):
     """Base of the backends whose envs live in ``num_workers`` workers (processes or actors)."""
 
-    def _configure_workers(
-        self,
-        num_envs: int,
-        seed: int,
-        num_workers,
-        batch_size,
-        zero_copy,
-        sync_traj,
-        overwork,
-        options: dict,
-        limit_to_cores: bool = True,
-    ) -> None:
-        """Checks the common arguments and sets the worker layout attributes."""
-        if options:
-            raise APIUsageError(f"invalid argument(s) {sorted(options)} for backend {type(self).__name__}")
+    def _configure_workers(self, num_envs: int, seed: int, options: dict, limit_to_cores: bool = True) -> None:
+        """Checks the worker options (WORKER_OPTIONS, defaults for those not given) and sets the layout."""
+        unknown = sorted(set(options) - set(WORKER_OPTIONS))
+        if unknown:
+            raise APIUsageError(f"invalid argument(s) {unknown} for backend {type(self).__name__}")
+        options = {**WORKER_OPTIONS, **options}
+        num_workers, batch_size = options["num_workers"], options["batch_size"]
+        zero_copy, sync_traj, overwork = options["zero_copy"], options["sync_traj"], options["overwork"]
         self.seed = check_seed(seed)
         zero_copy = check_bool(zero_copy, "zero_copy")
         self.sync_traj = check_bool(sync_traj, "sync_traj")

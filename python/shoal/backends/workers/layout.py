@@ -8,6 +8,9 @@ from ... import _native
 from ...errors import APIUsageError
 from ...validation import check_integer
 
+#: make()'s options for splitting envs over workers, with their defaults (PufferLib 3.0's)
+WORKER_OPTIONS = {"num_workers": None, "batch_size": None, "zero_copy": True, "sync_traj": True, "overwork": False}
+
 
 @dataclass(frozen=True)
 class WorkerLayout:
