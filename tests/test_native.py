@@ -224,3 +224,108 @@ def test_spec_pickles_for_spawned_processes():
     spec = pickle.loads(pickle.dumps(CartPole.spec))
     assert spec.describe() == CartPole.spec.describe()
     assert pickle.loads(pickle.dumps(CartPole)) is CartPole
+
+
+# ---- fork() with a pipelined Multithreading vector (issue 13, defect 2) ------------------------------
+
+FORK_TIMEOUT_S = 20
+
+
+def run_in_forked_child(scenario) -> tuple[int, str]:
+    """Runs scenario() in a fork()ed child; returns (exit code or -signal, what it reported).
+
+    The child reports through a pipe and leaves with os._exit, so pytest's own state never runs
+    twice. A child still alive after FORK_TIMEOUT_S is killed and reported as a hang."""
+    import os
+    import signal
+    import time
+    import traceback
+
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child
+        os.close(read_end)
+        code, report = 0, "ok"
+        try:
+            report = scenario() or "ok"
+        except BaseException:  # noqa: BLE001 - everything must reach the parent
+            code, report = 1, traceback.format_exc()
+        os.write(write_end, report.encode()[-4000:])
+        os.close(write_end)
+        os._exit(code)
+    os.close(write_end)
+    deadline = time.monotonic() + FORK_TIMEOUT_S
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            os.close(read_end)
+            return -signal.SIGKILL, f"child hung for more than {FORK_TIMEOUT_S} s"
+        time.sleep(0.02)
+    with os.fdopen(read_end, "rb") as pipe:
+        report = pipe.read().decode(errors="replace")
+    code = os.waitstatus_to_exitcode(status)
+    return code, report
+
+
+def pipelined(env=CartPole, **env_kwargs):
+    return make(env, backend="Multithreading", num_envs=8, batch_size=4, max_num_threads=2, env_kwargs=env_kwargs)
+
+
+def test_forked_child_closes_and_uses_an_idle_pipelined_vector():
+    import gc
+
+    vecenv = pipelined()
+    vecenv.async_reset(1)
+    vecenv.recv()
+    actions = np.zeros(4, dtype=np.int32)
+
+    def child_uses_then_closes():
+        vecenv.async_reset(2)  # the child's own threads step it
+        for _ in range(20):
+            vecenv.recv()
+            vecenv.send(actions)
+        vecenv.close()
+
+    def child_drops_it():
+        nonlocal vecenv
+        vecenv = None
+        gc.collect()  # destruction in the child must not join the parent's driver thread
+
+    try:
+        for scenario in (child_uses_then_closes, child_drops_it):
+            code, report = run_in_forked_child(scenario)
+            assert code == 0, f"{scenario.__name__}: child exited with {code}: {report}"
+        vecenv.send(actions)  # the parent's vector is untouched
+        assert vecenv.recv()[0].shape[0] == 4
+    finally:
+        vecenv.close()
+
+
+def test_forked_child_gets_an_error_for_a_step_in_flight_not_a_hang():
+    # A Deep step of 4 envs at this work takes ~40 ms: the step is still in flight when fork() returns.
+    vecenv = pipelined(Deep, work=10_000_000)
+    actions = np.zeros(4, dtype=np.int32)
+    vecenv.async_reset(1)
+    for _ in range(2):  # both buffers in flight: the next recv waits for the first one's step
+        vecenv.recv()
+        vecenv.send(actions)
+
+    def child():
+        with pytest.raises(APIUsageError, match="fork"):
+            vecenv.recv()
+        with pytest.raises(APIUsageError, match="fork"):  # refused until reset, never stale data
+            vecenv.send(actions)
+        vecenv.async_reset(3)
+        vecenv.recv()
+        vecenv.close()
+
+    try:
+        code, report = run_in_forked_child(child)
+        assert code == 0, f"child exited with {code}: {report}"
+        vecenv.recv()  # the parent's step completes normally
+    finally:
+        vecenv.close()

@@ -82,8 +82,8 @@ def test_env_error_surfaces_with_env_index(RandomWalk):
             vecenv.step(actions)
 
 
-def test_init_failure_is_a_value_error_naming_the_env(RandomWalk):
-    with pytest.raises(ValueError, match=r"env 0 \(random_walk\): size must be odd, got 8"):
+def test_init_failure_is_an_env_error_naming_the_env(RandomWalk):
+    with pytest.raises(EnvError, match=r"env 0 \(random_walk\): size must be odd, got 8"):
         RandomWalk(num_envs=2, size=8)
 
 

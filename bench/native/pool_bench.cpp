@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
   const auto rounds = [scale](double n) { return static_cast<size_t>(std::max(1.0, n * scale)); };
 
   std::printf("shoal pool_bench: %zu allowed CPUs, %u physical cores, %d repeats (median, spread)\n",
-              shoal::detail::allowed_cpus().size(), shoal::physical_core_count(), repeats);
+              shoal::allowed_cpus().size(), shoal::physical_core_count(), repeats);
   std::printf("burn calibration: %.3f ns per iteration\n", shoal::detail::burn_ns_per_iteration());
   std::printf("%-34s %20s %20s %20s  speedup vs T=0\n", "workload", "T=0", "T=1", "T=2");
 

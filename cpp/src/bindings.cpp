@@ -6,23 +6,23 @@
 
 #include <atomic>
 #include <cstring>
-#include <cmath>
 #include <memory>
-#include <optional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "bundled_envs.h"
+#include "shoal/detail/sync.hpp"
 #include "shoal/env.h"
+#include "shoal/errors.hpp"
 #include "shoal/pipeline.hpp"
 #include "shoal/pool.hpp"
 #include "shoal/pool_probe.hpp"
 #include "shoal/rng.h"
+#include "shoal/topology.hpp"
 #include "shoal/vec.hpp"
 
 namespace py = pybind11;
-
-#include "bundled_envs.h"
+using shoal::UsageError;
 
 namespace {
 
@@ -43,30 +43,35 @@ struct Spec {
     std::string name;                  // NAME of SHOAL_EXPORT_ENV
 };
 
+/// The bundled envs, one entry per folder cpp/envs/<name>/ (bundled_envs.h is generated from them).
+constexpr std::pair<const char*, const shoal_env_spec* (*)()> kBundled[] = {
+#define SHOAL_BUNDLED_ENTRY(NAME) {#NAME, shoal_env_spec_##NAME},
+    SHOAL_BUNDLED_ENVS(SHOAL_BUNDLED_ENTRY)
+#undef SHOAL_BUNDLED_ENTRY
+};
+
 Spec bundled_spec(const std::string& name) {
-    static const std::pair<const char*, const shoal_env_spec* (*)()> bundled[] = {
-        {"cartpole", shoal_env_spec_cartpole},
-        {"squared", shoal_env_spec_squared},
-        {"grid", shoal_env_spec_grid},
-        {"deep", shoal_env_spec_deep},
-    };
-    for (const auto& [bundled_name, get] : bundled)
+    for (const auto& [bundled_name, get] : kBundled)
         if (name == bundled_name) return Spec{get(), nullptr, "", name};
-    throw std::invalid_argument("no bundled native env named '" + name + "'");
+    throw UsageError("no bundled native env named '" + name + "'");
 }
 
-std::vector<std::string> bundled_names() { return {"cartpole", "squared", "grid", "deep"}; }
+std::vector<std::string> bundled_names() {
+    std::vector<std::string> names;
+    for (const auto& entry : kBundled) names.emplace_back(entry.first);
+    return names;
+}
 
 Spec load_spec(const std::string& path, const std::string& name) {
     void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle) throw std::invalid_argument("cannot load native env library '" + path + "': " + dlerror());
+    if (!handle) throw UsageError("cannot load native env library '" + path + "': " + dlerror());
     const std::string symbol = "shoal_env_spec_" + name;
     auto get = reinterpret_cast<const shoal_env_spec* (*)()>(dlsym(handle, symbol.c_str()));
     if (!get)
-        throw std::invalid_argument("'" + path + "' does not export " + symbol +
+        throw UsageError("'" + path + "' does not export " + symbol +
                                     "(); did the env use SHOAL_EXPORT_ENV(" + name + ", ...)?");
     const shoal_env_spec* spec = get();
-    if (!spec) throw std::invalid_argument(symbol + "() returned NULL");
+    if (!spec) throw UsageError(symbol + "() returned NULL");
     shoal::validate_spec(*spec);
     return Spec{spec, std::make_shared<Library>(handle), path, name};
 }
@@ -84,34 +89,29 @@ const char* dtype_name(shoal_dtype dtype) {
 shoal::Schedule parse_schedule(const std::string& schedule) {
     if (schedule == "static") return shoal::Schedule::Static;
     if (schedule == "dynamic") return shoal::Schedule::Dynamic;
-    throw std::invalid_argument("schedule must be 'static' or 'dynamic', got '" + schedule + "'");
+    throw UsageError("schedule must be 'static' or 'dynamic', got '" + schedule + "'");
 }
 
 template <class T>
 T* checked_buffer(py::array& array, const char* name, std::vector<py::ssize_t> shape) {
     if (!py::isinstance<py::array_t<T>>(array) || array.dtype().kind() != py::dtype::of<T>().kind() ||
         array.itemsize() != py::ssize_t(sizeof(T)))
-        throw std::invalid_argument(std::string(name) + " has dtype " + std::string(py::str(array.dtype())) +
+        throw UsageError(std::string(name) + " has dtype " + std::string(py::str(array.dtype())) +
                                     ", expected " + std::string(py::str(py::dtype::of<T>())));
     if (!(array.flags() & py::array::c_style) || !array.writeable())
-        throw std::invalid_argument(std::string(name) + " must be C-contiguous and writeable");
+        throw UsageError(std::string(name) + " must be C-contiguous and writeable");
     if (std::vector<py::ssize_t>(array.shape(), array.shape() + array.ndim()) != shape)
-        throw std::invalid_argument(std::string(name) + " has the wrong shape");
+        throw UsageError(std::string(name) + " has the wrong shape");
     return static_cast<T*>(array.mutable_data());
 }
 
 void* checked_raw_buffer(py::array& array, const char* name, size_t expected_bytes) {
     if (!(array.flags() & py::array::c_style) || !array.writeable())
-        throw std::invalid_argument(std::string(name) + " must be C-contiguous and writeable");
+        throw UsageError(std::string(name) + " must be C-contiguous and writeable");
     if (size_t(array.nbytes()) != expected_bytes)
-        throw std::invalid_argument(std::string(name) + " has " + std::to_string(array.nbytes()) +
+        throw UsageError(std::string(name) + " has " + std::to_string(array.nbytes()) +
                                     " bytes, expected " + std::to_string(expected_bytes));
     return array.mutable_data();
-}
-
-py::object env_error_type() {
-    static py::object type = py::module_::import("shoal.errors").attr("EnvError");
-    return type;
 }
 
 /// The envs of one vector and the pool that steps them. Steps run with the GIL released.
@@ -125,11 +125,11 @@ class Vector {
           arrays_{observations, final_observations, actions, rewards, terminals, truncations, masks} {
         const shoal_env_spec& s = *spec_.spec;
         shoal::validate_spec(s);
-        if (num_envs == 0) throw std::invalid_argument("num_envs must be >= 1");
+        if (num_envs == 0) throw UsageError("num_envs must be >= 1");
         const size_t rows = num_envs * size_t(s.num_agents);
         const size_t obs_bytes = shoal::observation_size(s) * shoal::dtype_size(s.obs_dtype);
         if (params.ndim() != 2 || size_t(params.shape(0)) != num_envs || params.shape(1) != s.num_params)
-            throw std::invalid_argument("params must have shape (num_envs, num_params)");
+            throw UsageError("params must have shape (num_envs, num_params)");
         shoal::VecBuffers buffers;
         buffers.observations = checked_raw_buffer(observations, "observations", rows * obs_bytes);
         buffers.final_observations = checked_raw_buffer(final_observations, "final_observations", rows * obs_bytes);
@@ -150,7 +150,7 @@ class Vector {
         pool_ = std::make_unique<shoal::WorkerPool>(workers_for(num_threads), options);
         num_threads_ = num_threads;
         if (num_buffers == 0 || num_envs % num_buffers != 0)
-            throw std::invalid_argument("num_envs must be divisible by num_buffers");
+            throw UsageError("num_envs must be divisible by num_buffers");
         if (num_buffers > 1)
             pipeline_ = std::make_unique<shoal::Pipeline>(*vec_, *pool_, num_buffers,
                                                           static_cast<unsigned char*>(arrays_[2].mutable_data()),
@@ -176,7 +176,7 @@ class Vector {
     uint64_t step(const unsigned char* new_actions = nullptr) {
         Busy busy(*this);
         std::atomic<uint64_t> episodes{0};
-        if (pipeline_) throw std::logic_error("this vector is pipelined; use submit() and wait()");
+        if (pipeline_) throw UsageError("this vector is pipelined; use submit() and wait()");
         const size_t env_action_bytes = this->env_action_bytes();
         unsigned char* action_buffer = static_cast<unsigned char*>(arrays_[2].mutable_data());
         {
@@ -238,8 +238,8 @@ class Vector {
     /// check_actions, nothing queued).
     int64_t submit(size_t b, const py::array& actions) {
         Busy busy(*this);
-        if (!pipeline_) throw std::logic_error("this vector has one buffer; use step()");
-        if (b >= pipeline_->num_buffers()) throw py::index_error("buffer index out of range");
+        if (!pipeline_) throw UsageError("this vector has one buffer; use step()");
+        if (b >= pipeline_->num_buffers()) throw UsageError("buffer index " + std::to_string(b) + " out of range");
         const int64_t verdict =
             check_actions(actions, pipeline_->envs_per_buffer() * size_t(spec_.spec->num_agents));
         if (verdict < 0) return verdict;
@@ -251,8 +251,8 @@ class Vector {
     /// raises shoal.EnvError for env failures in it.
     uint64_t wait(size_t b) {
         Busy busy(*this);
-        if (!pipeline_) throw std::logic_error("this vector has one buffer; use step()");
-        if (b >= pipeline_->num_buffers()) throw py::index_error("buffer index out of range");
+        if (!pipeline_) throw UsageError("this vector has one buffer; use step()");
+        if (b >= pipeline_->num_buffers()) throw UsageError("buffer index " + std::to_string(b) + " out of range");
         std::vector<std::string> failures;
         uint64_t episodes;
         {
@@ -267,7 +267,7 @@ class Vector {
 
     py::dict collect_log(size_t begin, size_t end) {
         Busy busy(*this);
-        if (begin > end || end > vec_->num_envs()) throw py::index_error("env range out of bounds");
+        if (begin > end || end > vec_->num_envs()) throw UsageError("env range out of bounds");
         const shoal::EpisodeTally tally = vec_->collect_log(begin, end);
         py::dict log;
         log["episodes"] = tally.episodes;
@@ -308,28 +308,15 @@ class Vector {
     py::dict pool_stats() const {
         const shoal::PoolStats stats = pool_->stats();
         py::dict d;
-        d["rounds"] = stats.rounds;
-        d["chunks_by_caller"] = stats.chunks_by_caller;
-        d["chunks_by_workers"] = stats.chunks_by_workers;
-        d["worker_sleeps"] = stats.worker_sleeps;
-        d["worker_wakeups"] = stats.worker_wakeups;
-        d["spin_hits"] = stats.spin_hits;
-        d["futex_wakes"] = stats.futex_wakes;
-        d["preemptions"] = stats.preemptions;
-        d["parks"] = stats.parks;
-        d["late_arrivals"] = stats.late_arrivals;
-        d["steals"] = stats.steals;
-        d["caller_yields"] = stats.caller_yields;
-        d["caller_wait_ns"] = stats.caller_wait_ns;
-        d["mean_spin_budget_ns"] = stats.mean_spin_budget_ns;
-        d["parked_workers"] = stats.parked_workers;
-        d["active_limit"] = stats.active_limit;
+#define SHOAL_POOL_STAT_ITEM(type, name, description) d[#name] = stats.name;
+        SHOAL_POOL_STATS(SHOAL_POOL_STAT_ITEM)
+#undef SHOAL_POOL_STAT_ITEM
         return d;
     }
 
     /// Raw bytes of env i's struct (tests read and write env state through it).
     py::memoryview env_memory(size_t i) {
-        if (i >= vec_->num_envs()) throw py::index_error("env index out of range");
+        if (i >= vec_->num_envs()) throw UsageError("env index out of range");
         return py::memoryview::from_memory(reinterpret_cast<void*>(vec_->env(i)), py::ssize_t(vec_->spec().env_size));
     }
 
@@ -348,10 +335,10 @@ class Vector {
     struct Busy {
         Vector& self;
         explicit Busy(Vector& v) : self(v) {
-            if (self.busy_.exchange(true)) throw std::runtime_error("native vector used from two threads at once");
+            if (self.busy_.exchange(true)) throw UsageError("native vector used from two threads at once");
             if (!self.vec_) {
                 self.busy_ = false;
-                throw std::runtime_error("native vector is closed");
+                throw UsageError("native vector is closed");
             }
         }
         ~Busy() { self.busy_ = false; }
@@ -370,8 +357,7 @@ class Vector {
     [[noreturn]] static void raise_env_error(const std::vector<std::string>& failures) {
         std::string message;
         for (const std::string& failure : failures) message += (message.empty() ? "" : "; ") + failure;
-        PyErr_SetString(env_error_type().ptr(), message.c_str());
-        throw py::error_already_set();
+        throw shoal::EnvFailure(message);
     }
 
     size_t env_action_bytes() const {
@@ -392,6 +378,7 @@ py::dict describe(const Spec& spec) {
     const shoal_env_spec& s = *spec.spec;
     py::dict d;
     d["name"] = s.name;
+    d["class_name"] = s.class_name ? s.class_name : s.name;
     d["doc"] = s.doc ? s.doc : "";
     d["num_agents"] = s.num_agents;
     d["obs_dtype"] = dtype_name(s.obs_dtype);
@@ -430,10 +417,26 @@ PYBIND11_MODULE(_native, m) {
     m.attr("__version__") = SHOAL_VERSION;
     m.attr("ABI_VERSION") = SHOAL_ABI_VERSION;
     m.attr("ENV_BASE_SIZE") = sizeof(shoal_env);
+    m.attr("CACHE_LINE_BYTES") = shoal::detail::kCacheLine;
+
+    // The error vocabulary of shoal.errors at the native boundary.
+    // Kept for the life of the process (never decref'ed at interpreter teardown).
+    static const py::handle usage_error = py::object(py::module_::import("shoal.errors").attr("APIUsageError")).release();
+    static const py::handle env_error = py::object(py::module_::import("shoal.errors").attr("EnvError")).release();
+    py::register_exception_translator([](std::exception_ptr error) {
+        try {
+            if (error) std::rethrow_exception(error);
+        } catch (const shoal::UsageError& e) {
+            PyErr_SetString(usage_error.ptr(), e.what());
+        } catch (const shoal::EnvFailure& e) {
+            PyErr_SetString(env_error.ptr(), e.what());
+        }
+    });
 
     m.def("env_seed", &shoal_env_seed, py::arg("seed"), py::arg("index"),
           R"doc(Seed of env `index` under vector seed `seed` (same rule as shoal.seeding.env_seed).)doc");
-    m.def("physical_cores", &shoal::physical_core_count, "Physical CPU cores (best effort).");
+    m.def("physical_cores", &shoal::physical_core_count,
+          "Physical cores among the CPUs this process may use (affinity-aware; the one core count of shoal).");
 
     py::class_<Spec>(m, "EnvSpec", "A native env type: sizes, spaces, parameters and callbacks.")
         .def_property_readonly("name", [](const Spec& s) { return std::string(s.spec->name); })

@@ -25,7 +25,7 @@ static int walk_init(RandomWalk* env) {
     /* Ranges are checked in Python from the param table; init checks what a range cannot say. */
     if (env->size % 2 == 0) {
         shoal_env_fail(&env->base, "size must be odd, got %d", env->size);
-        return 1; /* raised in Python as a ValueError naming the env */
+        return 1; /* raised in Python as shoal.EnvError naming the env */
     }
     return 0;
 }

@@ -111,6 +111,7 @@ SHOAL_ENV_CALLBACKS(cartpole, Cartpole, cartpole_init, cartpole_reset, cartpole_
 
 static const shoal_env_spec cartpole_spec = {
     SHOAL_SPEC_CALLBACKS(cartpole, Cartpole),
+    .class_name = "CartPole",
     .doc = "Balance a pole on a moving cart: gymnasium's CartPole-v1, bit for bit.",
     .num_agents = 1,
     .obs_dtype = SHOAL_FLOAT32,

@@ -71,6 +71,7 @@ SHOAL_ENV_CALLBACKS(deep, Deep, deep_init, deep_reset, deep_step)
 
 static const shoal_env_spec deep_spec = {
     SHOAL_SPEC_CALLBACKS(deep, Deep),
+    .class_name = "Deep",
     .doc = "Synthetic benchmark env whose per-step CPU cost is set by the work parameter.",
     .num_agents = 1,
     .obs_dtype = SHOAL_FLOAT32,

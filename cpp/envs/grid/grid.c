@@ -170,6 +170,7 @@ SHOAL_ENV_CALLBACKS(grid, Grid, grid_init, grid_reset, grid_step)
 
 static const shoal_env_spec grid_spec = {
     SHOAL_SPEC_CALLBACKS(grid, Grid),
+    .class_name = "Grid",
     .doc = "Four agents with 5x5 views eat respawning food in a 16x16 world; stepping on a trap kills.",
     .num_agents = GRID_AGENTS,
     .obs_dtype = SHOAL_UINT8,

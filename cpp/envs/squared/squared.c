@@ -93,6 +93,7 @@ SHOAL_ENV_CALLBACKS(squared, Squared, squared_init, squared_reset, squared_step)
 
 static const shoal_env_spec squared_spec = {
     SHOAL_SPEC_CALLBACKS(squared, Squared),
+    .class_name = "Squared",
     .doc = "Walk from the centre of an 11x11 grid to a random target on its border.",
     .num_agents = 1,
     .obs_dtype = SHOAL_UINT8,

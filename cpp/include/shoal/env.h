@@ -3,21 +3,24 @@
  * A native env is a C struct whose FIRST member is `shoal_env base`, plus three callbacks:
  *
  *   int  init (MyEnv* env);  after parameters are written into the struct; 0 = ok, else call
- *                            shoal_env_fail() and return nonzero (reported as a Python ValueError).
+ *                            shoal_env_fail() and return nonzero (raised as shoal.EnvError).
  *   void reset(MyEnv* env);  start an episode: write the observations of every agent.
  *   int  step (MyEnv* env);  read env->base.actions, write observations and rewards, set
  *                            terminals[i] for agents whose episode ended; return
  *                            SHOAL_EPISODE_OVER when the whole env must be reset, else
  *                            SHOAL_EPISODE_RUNNING.
  *
- * What the core does around those callbacks (identical on every backend):
- *   - before step: terminals and truncations of the env are zeroed;
+ * What the core does around those callbacks (identical on every backend), in shoal_step_envs()
+ * below:
+ *   - before step: rewards, terminals and truncations of the env are zeroed;
  *   - after step: the env's tick counts up; when it reaches max_episode_steps every agent gets
  *     truncations[i] = 1 and the episode is over (a time limit is a truncation, not a terminal);
  *   - rows with terminals[i] or truncations[i] set get their observation copied to the
  *     final-observation buffer (the caller bootstraps from it), then, if the episode is over,
- *     masks are set to 1, reset() runs in the same step (same-step autoreset) and the episode
- *     return (sum of all agents' rewards), length and stats[] are added to the episode log.
+ *     the episode return (sum of all agents' rewards), length and stats[] are added to the
+ *     episode log, masks are set to 1 and reset() runs in the same step (same-step autoreset).
+ * SHOAL_ENV_CALLBACKS compiles that loop into the env's own file with step() and reset() inlined
+ * (no call through a pointer per env); the core uses it through the spec's step_range.
  *
  * Randomness: use env->base.rng through shoal_rng_* (shoal/rng.h). Code written around rand()
  * can define SHOAL_REPLACE_RAND before including this header: rand() then draws from the rng of
@@ -27,14 +30,14 @@
  * Threads: callbacks of different envs run concurrently on different threads; an env's
  * callbacks never run concurrently with themselves. Do not touch other envs or global state.
  */
-#ifndef SHOAL_ENV_H
-#define SHOAL_ENV_H
+#pragma once
 
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "shoal/rng.h"
 
@@ -55,7 +58,7 @@ extern "C" {
 #endif
 
 /** ABI version of shoal_env_spec; the core refuses specs built against another one. */
-#define SHOAL_ABI_VERSION 1
+#define SHOAL_ABI_VERSION 2
 
 #define SHOAL_EPISODE_RUNNING 0
 #define SHOAL_EPISODE_OVER 1
@@ -78,22 +81,23 @@ typedef enum shoal_action_kind {
     SHOAL_ACTION_BOX = 2,           /* action_dims float32 per agent in [action_low, action_high] */
 } shoal_action_kind;
 
-/** The part of every env struct that the core owns and fills; an env reads its buffers here. */
+/** The part of every env struct that the core owns and fills; an env reads its buffers here.
+ * The fields a step touches come first, so they share the struct's first cache line. */
 typedef struct shoal_env {
     void* observations;     /* num_agents * obs_size elements of the spec's obs_dtype */
     const void* actions;    /* num_agents * action_dims elements: int32, or float32 for BOX */
     float* rewards;         /* num_agents; zeroed by the core before each step */
     uint8_t* terminals;     /* num_agents, 0 or 1; zeroed by the core before each step */
     uint8_t* truncations;   /* num_agents, 0 or 1; zeroed by the core before each step */
-    uint8_t* masks;         /* num_agents, 1 = agent present; set to 1 by the core before reset */
+    uint32_t tick;          /* steps since the last reset (core-managed) */
+    int32_t failed;         /* set by shoal_env_fail */
+    double episode_return;  /* sum of every agent's rewards this episode (core-managed) */
     shoal_rng rng;          /* this env's own random stream */
+    uint8_t* masks;         /* num_agents, 1 = agent present; set to 1 by the core before reset */
     int64_t env_index;      /* global index of this env in the vector */
     int32_t num_agents;
-    uint32_t tick;          /* steps since the last reset (core-managed) */
-    double episode_return;  /* sum of every agent's rewards this episode (core-managed) */
     float stats[SHOAL_MAX_STATS]; /* episode stats the env accumulates; summed into the log at
                                      episode end and zeroed by the core on reset */
-    int32_t failed;         /* set by shoal_env_fail */
     char* error;            /* SHOAL_ERROR_CAPACITY bytes owned by the core (kept off the hot lines) */
 } shoal_env;
 
@@ -118,6 +122,8 @@ typedef struct shoal_param {
 #define SHOAL_PARAM_FLOAT(TYPE, FIELD, DEFAULT, MIN, MAX, DOC) \
     {#FIELD, SHOAL_PARAM_FLOAT32, offsetof(TYPE, FIELD), (DEFAULT), (MIN), (MAX), (DOC)}
 #define SHOAL_COUNT(ARRAY) ((int32_t)(sizeof(ARRAY) / sizeof((ARRAY)[0])))
+
+struct shoal_range;
 
 /** Everything the core needs to know about an env type: the small C ABI between them. */
 typedef struct shoal_env_spec {
@@ -151,6 +157,11 @@ typedef struct shoal_env_spec {
     void (*reset)(void* env);
     int (*step)(void* env);
     void (*close)(void* env); /* optional: free what init allocated */
+
+    const char* class_name;   /* optional: the Python class name (default: name) */
+    /* optional: shoal_step_envs() with this env's step and reset inlined (SHOAL_SPEC_CALLBACKS
+     * fills it in); without it the core runs the same loop calling step and reset by pointer. */
+    uint64_t (*step_range)(struct shoal_range* range);
 } shoal_env_spec;
 
 /** Reports an error from env code; the core raises it in Python after the call, naming the env. */
@@ -184,7 +195,90 @@ static inline SHOAL_UNUSED int shoal_rand(void) {
 
 /* ---- declaring and exporting an env -------------------------------------------------------- */
 
-/** Defines the void* trampolines the spec points to; they also route rand() to the env. */
+/* ---- the step loop around the callbacks -------------------------------------------------- */
+
+/** Envs [first, first + count) of a vector as one step sees them; filled in by the core. */
+typedef struct shoal_range {
+    unsigned char* envs;                /* the first env's struct */
+    size_t stride;                      /* bytes from one env's struct to the next */
+    size_t count;                       /* envs in the range */
+    unsigned char* final_observations;  /* the first env's rows of the final-observation buffer */
+    size_t observation_bytes;           /* one agent's observation */
+    int32_t num_agents;                 /* per env */
+    int32_t num_stats;
+    uint32_t max_episode_steps;         /* 0 = no time limit */
+    int32_t failed;                     /* out: set if an env reported a failure */
+    double* return_sums;                /* episode log of the first env: count entries each ... */
+    double* length_sums;
+    uint64_t* episode_counts;
+    double* stat_sums;                  /* ... and count * num_stats here */
+} shoal_range;
+
+/** Starts an episode of `env`: masks 1, tick, return and stats 0, then the env's reset(). */
+static inline SHOAL_UNUSED void shoal_start_episode(shoal_env* env, void (*reset)(void*)) {
+    if (env->num_agents == 1)
+        env->masks[0] = 1;
+    else
+        memset(env->masks, 1, (size_t)env->num_agents);
+    env->tick = 0;
+    env->episode_return = 0;
+    memset(env->stats, 0, sizeof env->stats);
+    reset(env);
+}
+
+/** One step of every env of `range` with same-step autoreset (see the top of this file); returns
+ * how many episodes ended. Called with constant step/reset it compiles to a loop with both inlined. */
+static inline SHOAL_UNUSED uint64_t shoal_step_envs(shoal_range* range, int (*step)(void*),
+                                                    void (*reset)(void*)) {
+    const size_t agents = (size_t)range->num_agents;
+    const size_t observation_bytes = range->observation_bytes;
+    const size_t num_stats = (size_t)range->num_stats;
+    uint64_t episodes = 0;
+    int32_t failed = 0;
+    unsigned char* finals = range->final_observations;
+    unsigned char* bytes = range->envs;
+    for (size_t i = 0; i < range->count; ++i, bytes += range->stride, finals += agents * observation_bytes) {
+        shoal_env* env = (shoal_env*)bytes;
+        if (agents == 1) {
+            env->rewards[0] = 0.0f;
+            env->terminals[0] = 0;
+            env->truncations[0] = 0;
+        } else {
+            memset(env->rewards, 0, agents * sizeof(float));
+            memset(env->terminals, 0, agents);
+            memset(env->truncations, 0, agents);
+        }
+        int over = step(env) != SHOAL_EPISODE_RUNNING;
+        env->tick += 1;
+        double reward = 0;
+        for (size_t a = 0; a < agents; ++a) reward += env->rewards[a];
+        env->episode_return += reward;
+        if (range->max_episode_steps != 0 && env->tick >= range->max_episode_steps) {
+            memset(env->truncations, 1, agents);
+            over = 1;
+        }
+        const unsigned char* observations = (const unsigned char*)env->observations;
+        for (size_t a = 0; a < agents; ++a)
+            if (env->terminals[a] | env->truncations[a])
+                memcpy(finals + a * observation_bytes, observations + a * observation_bytes, observation_bytes);
+        if (over) {
+            range->return_sums[i] += env->episode_return;
+            range->length_sums[i] += env->tick;
+            for (size_t s = 0; s < num_stats; ++s) range->stat_sums[i * num_stats + s] += env->stats[s];
+            range->episode_counts[i] += 1;
+            episodes += 1;
+            shoal_start_episode(env, reset);
+        }
+        failed |= env->failed;
+    }
+    range->failed |= failed;
+    return episodes;
+}
+
+/* ---- declaring and exporting an env -------------------------------------------------------- */
+
+/** Defines the void* trampolines the spec points to (they also route rand() to the env) and the
+ * env's own step loop, shoal_step_envs() with both inlined. */
 #define SHOAL_ENV_CALLBACKS(NAME, TYPE, INIT, RESET, STEP)                   \
     static int shoal__##NAME##_init(void* env) {                             \
         shoal__current_rng = &((shoal_env*)env)->rng;                        \
@@ -197,13 +291,17 @@ static inline SHOAL_UNUSED int shoal_rand(void) {
     static int shoal__##NAME##_step(void* env) {                             \
         shoal__current_rng = &((shoal_env*)env)->rng;                        \
         return STEP((TYPE*)env);                                             \
+    }                                                                        \
+    static uint64_t shoal__##NAME##_step_range(shoal_range* range) {         \
+        return shoal_step_envs(range, shoal__##NAME##_step, shoal__##NAME##_reset); \
     }
 
 /** The identity and callback fields of a spec initializer (after SHOAL_ENV_CALLBACKS). */
 #define SHOAL_SPEC_CALLBACKS(NAME, TYPE)                                     \
     .abi_version = SHOAL_ABI_VERSION, .name = #NAME, .env_size = sizeof(TYPE), \
     .env_align = SHOAL_ALIGNOF(TYPE), .init = shoal__##NAME##_init,          \
-    .reset = shoal__##NAME##_reset, .step = shoal__##NAME##_step
+    .reset = shoal__##NAME##_reset, .step = shoal__##NAME##_step,            \
+    .step_range = shoal__##NAME##_step_range
 
 /** Exports `const shoal_env_spec* shoal_env_spec_<NAME>(void)`, the symbol the core looks up. */
 #define SHOAL_EXPORT_ENV(NAME, SPEC)                                         \
@@ -213,4 +311,3 @@ static inline SHOAL_UNUSED int shoal_rand(void) {
 }
 #endif
 
-#endif /* SHOAL_ENV_H */

@@ -17,7 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "shoal/detail/sync.hpp"
 #include "shoal/env.h"
+#include "shoal/errors.hpp"
 
 namespace shoal {
 
@@ -29,7 +31,7 @@ namespace shoal {
         case SHOAL_INT8: return 1;
         case SHOAL_INT32: return 4;
     }
-    throw std::invalid_argument("unknown observation dtype " + std::to_string(int(dtype)));
+    throw UsageError("unknown observation dtype " + std::to_string(int(dtype)));
 }
 
 /// Elements of one agent's observation.
@@ -39,11 +41,11 @@ namespace shoal {
     return size;
 }
 
-/// Throws std::invalid_argument if the spec breaks the ABI contract of env.h.
+/// Throws UsageError if the spec breaks the ABI contract of env.h.
 inline void validate_spec(const shoal_env_spec& spec) {
     auto fail = [&](const std::string& what) {
         std::string name = spec.name ? spec.name : "<unnamed>";
-        throw std::invalid_argument("native env spec '" + name + "': " + what);
+        throw UsageError("native env spec '" + name + "': " + what);
     };
     if (spec.abi_version != SHOAL_ABI_VERSION)
         fail("built against SDK ABI " + std::to_string(spec.abi_version) + ", this shoal speaks " +
@@ -109,11 +111,13 @@ class EpisodeTallies {
           episodes_(num_envs),
           stats_(num_envs * num_stats) {}
 
-    void add(size_t i, const shoal_env* base) noexcept {
-        returns_[i] += base->episode_return;
-        lengths_[i] += base->tick;
-        for (size_t s = 0; s < num_stats_; ++s) stats_[i * num_stats_ + s] += base->stats[s];
-        episodes_[i] += 1;
+    /// Points `range` at the tallies of its envs, from env `first` on (shoal_step_envs adds to them).
+    void attach(shoal_range& range, size_t first) noexcept {
+        range.return_sums = returns_.data() + first;
+        range.length_sums = lengths_.data() + first;
+        range.episode_counts = episodes_.data() + first;
+        range.stat_sums = stats_.data() + first * num_stats_;
+        range.num_stats = int32_t(num_stats_);
     }
 
     /// Sums and clears envs [begin, end).
@@ -143,8 +147,8 @@ class EpisodeTallies {
 /// The envs of one vector, stepped range by range.
 class NativeVec {
    public:
-    /// params: num_envs rows of spec.num_params values (row-major). Throws std::invalid_argument
-    /// if the spec is malformed or an env's init() reports a failure.
+    /// params: num_envs rows of spec.num_params values (row-major). Throws UsageError if the spec
+    /// or an argument is malformed, EnvFailure if an env's init() reports a failure.
     NativeVec(const shoal_env_spec& spec, size_t num_envs, const double* params, int32_t max_episode_steps,
               const VecBuffers& buffers)
         : spec_(spec),
@@ -154,10 +158,10 @@ class NativeVec {
           errors_(num_envs * SHOAL_ERROR_CAPACITY, '\0') {
         validate_spec(spec);
         observation_bytes_ = observation_size(spec) * dtype_size(spec.obs_dtype);
-        if (num_envs == 0) throw std::invalid_argument("num_envs must be >= 1");
-        if (max_episode_steps < 0) throw std::invalid_argument("max_episode_steps must be >= 0");
+        if (num_envs == 0) throw UsageError("num_envs must be >= 1");
+        if (max_episode_steps < 0) throw UsageError("max_episode_steps must be >= 0");
         // Envs start on their own cache lines so two threads never write one line at a slice edge.
-        alignment_ = spec.env_align > 64 ? spec.env_align : 64;
+        alignment_ = std::max(spec.env_align, detail::kCacheLine);
         stride_ = (spec.env_size + alignment_ - 1) / alignment_ * alignment_;
         memory_ = static_cast<unsigned char*>(::operator new(stride_ * num_envs, std::align_val_t(alignment_)));
         std::memset(memory_, 0, stride_ * num_envs);
@@ -184,7 +188,7 @@ class NativeVec {
             if (spec_.init(base) != 0 || base->failed) {
                 std::string message = base->failed ? std::string(base->error) : "init() returned an error";
                 release(i);  // close only the envs whose init succeeded
-                throw std::invalid_argument("env " + std::to_string(i) + " (" + spec.name + "): " + message);
+                throw EnvFailure("env " + std::to_string(i) + " (" + spec.name + "): " + message);
             }
             initialized_ = i + 1;
         }
@@ -211,38 +215,28 @@ class NativeVec {
             std::memset(base->rewards, 0, agents * sizeof(float));
             std::memset(base->terminals, 0, agents);
             std::memset(base->truncations, 0, agents);
-            start_episode(base);
+            shoal_start_episode(base, spec_.reset);
             if (base->failed) any_failed_.store(true, std::memory_order_relaxed);
         }
     }
 
-    /// One step of envs [begin, end): the hot loop. Same-step autoreset, see env.h.
+    /// One step of envs [begin, end): the hot loop, shoal_step_envs() of env.h (same-step
+    /// autoreset), compiled into the env's own file when its spec has step_range.
     /// Returns how many episodes ended in the range.
     uint64_t step_range(size_t begin, size_t end) noexcept {
-        const size_t agents = size_t(spec_.num_agents);
-        uint64_t episodes = 0;
-        for (size_t i = begin; i < end; ++i) {
-            shoal_env* base = env(i);
-            std::memset(base->rewards, 0, agents * sizeof(float));
-            std::memset(base->terminals, 0, agents);
-            std::memset(base->truncations, 0, agents);
-            bool over = spec_.step(base) != SHOAL_EPISODE_RUNNING;
-            base->tick += 1;
-            double reward = 0;
-            for (size_t a = 0; a < agents; ++a) reward += base->rewards[a];
-            base->episode_return += reward;
-            if (max_episode_steps_ != 0 && base->tick >= max_episode_steps_) {
-                std::memset(base->truncations, 1, agents);
-                over = true;
-            }
-            keep_final_observations(i, base);
-            if (over) {
-                tallies_.add(i, base);
-                episodes += 1;
-                start_episode(base);
-            }
-            if (base->failed) any_failed_.store(true, std::memory_order_relaxed);
-        }
+        shoal_range range;
+        range.envs = memory_ + begin * stride_;
+        range.stride = stride_;
+        range.count = end - begin;
+        range.final_observations = final_observations_ + begin * size_t(spec_.num_agents) * observation_bytes_;
+        range.observation_bytes = observation_bytes_;
+        range.num_agents = spec_.num_agents;
+        range.max_episode_steps = max_episode_steps_;
+        range.failed = 0;
+        tallies_.attach(range, begin);
+        const uint64_t episodes =
+            spec_.step_range ? spec_.step_range(&range) : shoal_step_envs(&range, spec_.step, spec_.reset);
+        if (range.failed) any_failed_.store(true, std::memory_order_relaxed);
         return episodes;
     }
 
@@ -285,24 +279,6 @@ class NativeVec {
         }
     }
 
-    void start_episode(shoal_env* base) noexcept {
-        std::memset(base->masks, 1, size_t(spec_.num_agents));
-        base->tick = 0;
-        base->episode_return = 0;
-        std::memset(base->stats, 0, sizeof base->stats);
-        spec_.reset(base);
-    }
-
-    void keep_final_observations(size_t i, shoal_env* base) const noexcept {
-        const size_t agents = size_t(spec_.num_agents);
-        const unsigned char* observations = static_cast<const unsigned char*>(base->observations);
-        unsigned char* finals = final_observations_ + i * agents * observation_bytes_;
-        for (size_t a = 0; a < agents; ++a)
-            if (base->terminals[a] | base->truncations[a])
-                std::memcpy(finals + a * observation_bytes_, observations + a * observation_bytes_,
-                            observation_bytes_);
-    }
-
     void release(size_t initialized) noexcept {
         if (!memory_) return;
         if (spec_.close)
@@ -315,7 +291,7 @@ class NativeVec {
     size_t num_envs_;
     uint32_t max_episode_steps_;
     size_t observation_bytes_ = 0;
-    size_t alignment_ = 64;
+    size_t alignment_ = detail::kCacheLine;
     size_t stride_ = 0;
     unsigned char* memory_ = nullptr;
     unsigned char* final_observations_ = nullptr;
