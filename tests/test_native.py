@@ -329,3 +329,78 @@ def test_forked_child_gets_an_error_for_a_step_in_flight_not_a_hang():
         vecenv.recv()  # the parent's step completes normally
     finally:
         vecenv.close()
+
+
+# ---- the error vocabulary at the native boundary (issue 12) -----------------------------------------
+
+
+def raw_vector(spec, num_envs, num_buffers=1, **overrides):
+    """A _native.Vector over freshly allocated buffers (what shoal.native does, without it)."""
+    info = spec.describe()
+    rows = num_envs * info["num_agents"]
+    obs = np.zeros((rows, *info["obs_shape"]), dtype=info["obs_dtype"])
+    args = dict(spec=spec, num_envs=num_envs, params=np.zeros((num_envs, len(info["params"]))),
+                max_episode_steps=info["max_episode_steps"], observations=obs, final_observations=obs.copy(),
+                actions=np.zeros((rows, info["action_dims"]), dtype=np.int32),
+                rewards=np.zeros(rows, dtype=np.float32), terminals=np.zeros(rows, dtype=bool),
+                truncations=np.zeros(rows, dtype=bool), masks=np.ones(rows, dtype=bool), num_threads=2,
+                num_buffers=num_buffers)
+    args.update(overrides)
+    return _native.Vector(**args)
+
+
+def test_native_misuse_is_api_usage_error():
+    spec = _native.bundled_spec("cartpole")
+    with pytest.raises(APIUsageError, match="no bundled native env named 'nope'"):
+        _native.bundled_spec("nope")
+    with pytest.raises(APIUsageError, match="cannot load native env library"):
+        _native.load_spec("no-such-library.so", "x")
+    with pytest.raises(APIUsageError, match="rewards has dtype"):
+        raw_vector(spec, 4, rewards=np.zeros(4, dtype=np.float64))
+    with pytest.raises(APIUsageError, match="schedule must be"):
+        raw_vector(spec, 4, schedule="sometimes")
+    with pytest.raises(APIUsageError, match="divisible"):
+        raw_vector(spec, 4, num_buffers=3)
+    vec = raw_vector(spec, 4)
+    with pytest.raises(APIUsageError, match="pipelined|one buffer"):
+        vec.wait(0)
+    with pytest.raises(APIUsageError, match="env index"):
+        vec.env_memory(4)
+    vec.close()
+    vec.close()  # idempotent
+    for use in (lambda: vec.reset(0), vec.step, lambda: vec.collect_log(0, 4), lambda: vec.set_num_threads(1)):
+        with pytest.raises(APIUsageError, match="closed"):
+            use()
+    piped = raw_vector(spec, 4, num_buffers=2)
+    with pytest.raises(APIUsageError, match="buffer index 2"):
+        piped.submit(2, np.zeros(2, dtype=np.int32))
+    with pytest.raises(APIUsageError, match="pipelined"):
+        piped.step()
+    piped.close()
+
+
+def test_no_native_error_is_bare_runtime_or_value_error():
+    # The classes shoal raises are not ValueError subclasses, and EnvError is not caught as misuse.
+    assert not issubclass(APIUsageError, (ValueError, RuntimeError))
+    with pytest.raises(APIUsageError) as info:
+        _native.bundled_spec("nope")
+    assert type(info.value) is APIUsageError
+
+
+def test_bundled_list_comes_from_the_native_core():
+    assert sorted(BUNDLED) == sorted(_native.bundled_names())
+    assert len(BUNDLED) >= 4
+    for name, cls in BUNDLED.items():
+        assert cls.describe()["name"] == name
+        assert getattr(shoal.envs, cls.__name__) is cls
+    assert CartPole.__name__ == "CartPole"
+
+
+def test_cache_line_and_pool_stats_are_exported():
+    assert _native.CACHE_LINE_BYTES == 64
+    with make(CartPole, backend="Multithreading", num_envs=64, max_num_threads=2) as vecenv:
+        vecenv.reset(0)
+        vecenv.step(np.zeros(64, dtype=np.int32))
+        stats = vecenv.pool_stats()
+    assert {"rounds", "chunks_by_caller", "chunks_by_workers", "steals", "active_limit"} <= set(stats)
+    assert stats["rounds"] >= 2 and stats["chunks_by_caller"] >= 1

@@ -29,7 +29,7 @@ def test_native_program(build_dir, program):
                ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:halt_on_error=1",
                UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1",
                TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1")
-    result = subprocess.run([str(build / program)], capture_output=True, text=True, timeout=600, env=env)
+    result = subprocess.run([str(build / "cpp" / "tests" / program)], capture_output=True, text=True, timeout=600, env=env)
     output = result.stdout[-3000:] + result.stderr[-3000:]
     assert result.returncode == 0, f"{program} ({kind}) failed:\n{output}"
     assert "Sanitizer" not in result.stderr, f"{program} ({kind}) sanitizer report:\n{output}"

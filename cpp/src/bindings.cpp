@@ -68,8 +68,8 @@ Spec load_spec(const std::string& path, const std::string& name) {
     const std::string symbol = "shoal_env_spec_" + name;
     auto get = reinterpret_cast<const shoal_env_spec* (*)()>(dlsym(handle, symbol.c_str()));
     if (!get)
-        throw UsageError("'" + path + "' does not export " + symbol +
-                                    "(); did the env use SHOAL_EXPORT_ENV(" + name + ", ...)?");
+        throw UsageError("'" + path + "' does not export " + symbol + "(); did the env use SHOAL_EXPORT_ENV(" + name +
+                         ", ...)?");
     const shoal_env_spec* spec = get();
     if (!spec) throw UsageError(symbol + "() returned NULL");
     shoal::validate_spec(*spec);
@@ -96,8 +96,8 @@ template <class T>
 T* checked_buffer(py::array& array, const char* name, std::vector<py::ssize_t> shape) {
     if (!py::isinstance<py::array_t<T>>(array) || array.dtype().kind() != py::dtype::of<T>().kind() ||
         array.itemsize() != py::ssize_t(sizeof(T)))
-        throw UsageError(std::string(name) + " has dtype " + std::string(py::str(array.dtype())) +
-                                    ", expected " + std::string(py::str(py::dtype::of<T>())));
+        throw UsageError(std::string(name) + " has dtype " + std::string(py::str(array.dtype())) + ", expected " +
+                         std::string(py::str(py::dtype::of<T>())));
     if (!(array.flags() & py::array::c_style) || !array.writeable())
         throw UsageError(std::string(name) + " must be C-contiguous and writeable");
     if (std::vector<py::ssize_t>(array.shape(), array.shape() + array.ndim()) != shape)
@@ -109,14 +109,14 @@ void* checked_raw_buffer(py::array& array, const char* name, size_t expected_byt
     if (!(array.flags() & py::array::c_style) || !array.writeable())
         throw UsageError(std::string(name) + " must be C-contiguous and writeable");
     if (size_t(array.nbytes()) != expected_bytes)
-        throw UsageError(std::string(name) + " has " + std::to_string(array.nbytes()) +
-                                    " bytes, expected " + std::to_string(expected_bytes));
+        throw UsageError(std::string(name) + " has " + std::to_string(array.nbytes()) + " bytes, expected " +
+                         std::to_string(expected_bytes));
     return array.mutable_data();
 }
 
 /// The envs of one vector and the pool that steps them. Steps run with the GIL released.
 class Vector {
-   public:
+public:
     Vector(Spec spec, size_t num_envs, py::array_t<double, py::array::c_style | py::array::forcecast> params,
            int32_t max_episode_steps, py::array observations, py::array final_observations, py::array actions,
            py::array rewards, py::array terminals, py::array truncations, py::array masks, unsigned num_threads,
@@ -152,9 +152,8 @@ class Vector {
         if (num_buffers == 0 || num_envs % num_buffers != 0)
             throw UsageError("num_envs must be divisible by num_buffers");
         if (num_buffers > 1)
-            pipeline_ = std::make_unique<shoal::Pipeline>(*vec_, *pool_, num_buffers,
-                                                          static_cast<unsigned char*>(arrays_[2].mutable_data()),
-                                                          env_action_bytes());
+            pipeline_ = std::make_unique<shoal::Pipeline>(
+                *vec_, *pool_, num_buffers, static_cast<unsigned char*>(arrays_[2].mutable_data()), env_action_bytes());
     }
 
     Vector(const Vector&) = delete;
@@ -240,8 +239,7 @@ class Vector {
         Busy busy(*this);
         if (!pipeline_) throw UsageError("this vector has one buffer; use step()");
         if (b >= pipeline_->num_buffers()) throw UsageError("buffer index " + std::to_string(b) + " out of range");
-        const int64_t verdict =
-            check_actions(actions, pipeline_->envs_per_buffer() * size_t(spec_.spec->num_agents));
+        const int64_t verdict = check_actions(actions, pipeline_->envs_per_buffer() * size_t(spec_.spec->num_agents));
         if (verdict < 0) return verdict;
         pipeline_->submit(b, static_cast<const unsigned char*>(actions.data()));
         return 0;
@@ -320,7 +318,9 @@ class Vector {
         return py::memoryview::from_memory(reinterpret_cast<void*>(vec_->env(i)), py::ssize_t(vec_->spec().env_size));
     }
 
+    /// Idempotent: closing a closed vector does nothing.
     void close() {
+        if (!vec_) return;
         Busy busy(*this);
         py::gil_scoped_release release;
         pipeline_.reset();  // drains steps in flight, then joins the driver
@@ -330,7 +330,7 @@ class Vector {
 
     bool closed() const { return !vec_; }
 
-   private:
+private:
     /// Rejects concurrent or post-close use from several Python threads instead of racing.
     struct Busy {
         Vector& self;
@@ -360,9 +360,7 @@ class Vector {
         throw shoal::EnvFailure(message);
     }
 
-    size_t env_action_bytes() const {
-        return size_t(spec_.spec->num_agents) * size_t(spec_.spec->action_dims) * 4;
-    }
+    size_t env_action_bytes() const { return size_t(spec_.spec->num_agents) * size_t(spec_.spec->action_dims) * 4; }
 
     Spec spec_;
     std::vector<py::array> arrays_;  // keeps the caller's buffers alive as long as the envs write them
@@ -421,7 +419,8 @@ PYBIND11_MODULE(_native, m) {
 
     // The error vocabulary of shoal.errors at the native boundary.
     // Kept for the life of the process (never decref'ed at interpreter teardown).
-    static const py::handle usage_error = py::object(py::module_::import("shoal.errors").attr("APIUsageError")).release();
+    static const py::handle usage_error =
+        py::object(py::module_::import("shoal.errors").attr("APIUsageError")).release();
     static const py::handle env_error = py::object(py::module_::import("shoal.errors").attr("EnvError")).release();
     py::register_exception_translator([](std::exception_ptr error) {
         try {
@@ -454,16 +453,17 @@ PYBIND11_MODULE(_native, m) {
           "Loads `shoal_env_spec_<name>` from a shared library built against shoal/env.h.");
 
     py::class_<Vector>(m, "Vector", "Native envs over caller-owned buffers, stepped by a worker pool.")
-        .def(py::init<Spec, size_t, py::array_t<double, py::array::c_style | py::array::forcecast>, int32_t,
-                      py::array, py::array, py::array, py::array, py::array, py::array, py::array, unsigned,
-                      const std::string&, size_t, bool, size_t>(),
+        .def(py::init<Spec, size_t, py::array_t<double, py::array::c_style | py::array::forcecast>, int32_t, py::array,
+                      py::array, py::array, py::array, py::array, py::array, py::array, unsigned, const std::string&,
+                      size_t, bool, size_t>(),
              py::arg("spec"), py::arg("num_envs"), py::arg("params"), py::arg("max_episode_steps"),
              py::arg("observations"), py::arg("final_observations"), py::arg("actions"), py::arg("rewards"),
              py::arg("terminals"), py::arg("truncations"), py::arg("masks"), py::arg("num_threads"),
              py::arg("schedule") = "static", py::arg("dynamic_chunk") = 0, py::arg("pin_threads") = false,
              py::arg("num_buffers") = 1)
         .def("reset", &Vector::reset, py::arg("seed"))
-        .def("step", [](Vector& v) { return v.step(); }, "Steps every env once (GIL released); returns episodes ended.")
+        .def(
+            "step", [](Vector& v) { return v.step(); }, "Steps every env once (GIL released); returns episodes ended.")
         .def("step_actions", &Vector::step_actions, py::arg("actions"),
              "Checks and copies int32/float32 actions of the exact layout, then steps; -1/-2 = use the "
              "Python path (other dtype or layout / a value out of range).")

@@ -46,9 +46,12 @@ enum class Split { kNone, kForward, kReverse, kThreads };
 
 /// Caller-owned buffers plus the NativeVec over them.
 class Run {
-   public:
+public:
     Run(const shoal_env_spec& spec, size_t num_envs, const double* params, Split split)
-        : spec_(spec), num_envs_(num_envs), split_(split), rows_(num_envs * size_t(spec.num_agents)),
+        : spec_(spec),
+          num_envs_(num_envs),
+          split_(split),
+          rows_(num_envs * size_t(spec.num_agents)),
           storage_(spec, num_envs) {
         vec_ = std::make_unique<shoal::NativeVec>(spec, num_envs, params, spec.max_episode_steps, storage_.buffers());
     }
@@ -57,8 +60,14 @@ class Run {
         const size_t k = num_envs_ / 2;
         switch (split_) {
             case Split::kNone: vec_->reset_range(0, num_envs_, seed); break;
-            case Split::kForward: vec_->reset_range(0, k, seed); vec_->reset_range(k, num_envs_, seed); break;
-            case Split::kReverse: vec_->reset_range(k, num_envs_, seed); vec_->reset_range(0, k, seed); break;
+            case Split::kForward:
+                vec_->reset_range(0, k, seed);
+                vec_->reset_range(k, num_envs_, seed);
+                break;
+            case Split::kReverse:
+                vec_->reset_range(k, num_envs_, seed);
+                vec_->reset_range(0, k, seed);
+                break;
             case Split::kThreads: {
                 std::thread first([&] { vec_->reset_range(0, k, seed); });
                 vec_->reset_range(k, num_envs_, seed);
@@ -72,8 +81,14 @@ class Run {
         const size_t k = num_envs_ / 2;
         switch (split_) {
             case Split::kNone: vec_->step_range(0, num_envs_); break;
-            case Split::kForward: vec_->step_range(0, k); vec_->step_range(k, num_envs_); break;
-            case Split::kReverse: vec_->step_range(k, num_envs_); vec_->step_range(0, k); break;
+            case Split::kForward:
+                vec_->step_range(0, k);
+                vec_->step_range(k, num_envs_);
+                break;
+            case Split::kReverse:
+                vec_->step_range(k, num_envs_);
+                vec_->step_range(0, k);
+                break;
             case Split::kThreads: {
                 std::thread first([&] { vec_->step_range(0, k); });
                 vec_->step_range(k, num_envs_);
@@ -106,7 +121,7 @@ class Run {
     [[nodiscard]] uint8_t truncation(size_t row) const { return storage_.truncations[row]; }
     [[nodiscard]] uint8_t mask(size_t row) const { return storage_.masks[row]; }
 
-   private:
+private:
     const shoal_env_spec& spec_;
     size_t num_envs_;
     Split split_;
@@ -117,7 +132,7 @@ class Run {
 
 /// Seeded uniform actions for every row of the given runs (the same actions for all of them).
 class ActionSource {
-   public:
+public:
     ActionSource(const shoal_env_spec& spec, uint64_t seed) : spec_(spec), generator_(seed) {}
     void fill(size_t rows, std::initializer_list<Run*> runs) {
         const size_t dims = size_t(spec_.action_dims);
@@ -127,7 +142,7 @@ class ActionSource {
         }
     }
 
-   private:
+private:
     const shoal_env_spec& spec_;
     std::mt19937_64 generator_;
 };
@@ -138,10 +153,20 @@ bool observation_in_bounds(const shoal_env_spec& spec, const unsigned char* obse
     for (size_t e = 0; e < size; ++e) {
         double value = 0;
         switch (spec.obs_dtype) {
-            case SHOAL_FLOAT32: { float v; std::memcpy(&v, observation + 4 * e, 4); value = v; break; }
+            case SHOAL_FLOAT32: {
+                float v;
+                std::memcpy(&v, observation + 4 * e, 4);
+                value = v;
+                break;
+            }
             case SHOAL_UINT8: value = observation[e]; break;
             case SHOAL_INT8: value = int8_t(observation[e]); break;
-            case SHOAL_INT32: { int32_t v; std::memcpy(&v, observation + 4 * e, 4); value = v; break; }
+            case SHOAL_INT32: {
+                int32_t v;
+                std::memcpy(&v, observation + 4 * e, 4);
+                value = v;
+                break;
+            }
         }
         if (!(value >= spec.obs_low && value <= spec.obs_high)) return false;
     }
@@ -151,12 +176,12 @@ bool observation_in_bounds(const shoal_env_spec& spec, const unsigned char* obse
 /// Totals over the episodes that ended during a run, counted from the buffers.
 struct Observed {
     uint64_t episodes = 0;
-    uint64_t terminals = 0;          // every terminal row
-    uint64_t truncations = 0;        // every truncated row
-    double return_sum = 0;           // of ended episodes
-    double length_sum = 0;           // of ended episodes
-    double ended_terminals = 0;      // terminal rows of ended episodes
-    double ended_positive = 0;       // rows with reward > 0 of ended episodes
+    uint64_t terminals = 0;      // every terminal row
+    uint64_t truncations = 0;    // every truncated row
+    double return_sum = 0;       // of ended episodes
+    double length_sum = 0;       // of ended episodes
+    double ended_terminals = 0;  // terminal rows of ended episodes
+    double ended_positive = 0;   // rows with reward > 0 of ended episodes
 };
 
 /// What an env promises beyond the generic contract, checked on every step.
@@ -191,8 +216,8 @@ Observed check_generic(const shoal_env_spec& spec, size_t num_envs, const std::v
     for (size_t t = 0; t < twins.size(); ++t)
         twin_ok[t] = check(a.same(*twins[t]), "%s: %s differs after reset", name, twin_names[t]);
     for (size_t row = 0; row < rows; ++row) {
-        check(observation_in_bounds(spec, a.observation(row)), "%s: reset observation of row %zu out of bounds",
-              name, row);
+        check(observation_in_bounds(spec, a.observation(row)), "%s: reset observation of row %zu out of bounds", name,
+              row);
         check(a.mask(row) == 1, "%s: mask of row %zu is not 1 after reset", name, row);
     }
 
@@ -208,7 +233,8 @@ Observed check_generic(const shoal_env_spec& spec, size_t num_envs, const std::v
         other_seed.step();
 
         for (size_t t = 0; t < twins.size(); ++t)
-            if (twin_ok[t]) twin_ok[t] = check(a.same(*twins[t]), "%s: %s differs at step %d", name, twin_names[t], step);
+            if (twin_ok[t])
+                twin_ok[t] = check(a.same(*twins[t]), "%s: %s differs at step %d", name, twin_names[t], step);
         diverged = diverged || !a.same(other_seed);
 
         const int before = failures;
@@ -222,8 +248,8 @@ Observed check_generic(const shoal_env_spec& spec, size_t num_envs, const std::v
                       "%s: row %zu has flags terminal=%d truncation=%d mask=%d at step %d", name, r, a.terminal(r),
                       a.truncation(r), a.mask(r), step);
                 check(std::isfinite(a.reward(r)), "%s: row %zu reward is not finite", name, r);
-                check(observation_in_bounds(spec, a.observation(r)), "%s: observation of row %zu out of bounds at step %d",
-                      name, r, step);
+                check(observation_in_bounds(spec, a.observation(r)),
+                      "%s: observation of row %zu out of bounds at step %d", name, r, step);
                 if (a.terminal(r) || a.truncation(r))
                     check(observation_in_bounds(spec, a.final_observation(r)),
                           "%s: final observation of row %zu out of bounds at step %d", name, r, step);
@@ -273,12 +299,13 @@ Observed check_generic(const shoal_env_spec& spec, size_t num_envs, const std::v
             check(log.stat_sums[s] == seen.ended_positive, "%s: stat food_eaten is %g, rewarded rows %g", name,
                   log.stat_sums[s], seen.ended_positive);
     }
-    std::printf("%-8s %zu envs x %d steps: %llu episodes (mean length %.1f, mean return %.3f), %llu terminal rows, "
-                "%llu truncated rows\n",
-                name, num_envs, steps, (unsigned long long)seen.episodes,
-                seen.episodes ? log.length_sum / double(seen.episodes) : 0.0,
-                seen.episodes ? log.return_sum / double(seen.episodes) : 0.0, (unsigned long long)seen.terminals,
-                (unsigned long long)seen.truncations);
+    std::printf(
+        "%-8s %zu envs x %d steps: %llu episodes (mean length %.1f, mean return %.3f), %llu terminal rows, "
+        "%llu truncated rows\n",
+        name, num_envs, steps, (unsigned long long)seen.episodes,
+        seen.episodes ? log.length_sum / double(seen.episodes) : 0.0,
+        seen.episodes ? log.return_sum / double(seen.episodes) : 0.0, (unsigned long long)seen.terminals,
+        (unsigned long long)seen.truncations);
     return seen;
 }
 
@@ -340,7 +367,8 @@ void check_cartpole() {
                 if (step > 0) {
                     float final_observation[4];
                     std::memcpy(final_observation, run.final_observation(i), sizeof final_observation);
-                    const bool fell = std::fabs(final_observation[0]) > 2.39f || std::fabs(final_observation[2]) > 0.2094f;
+                    const bool fell =
+                        std::fabs(final_observation[0]) > 2.39f || std::fabs(final_observation[2]) > 0.2094f;
                     check(run.terminal(i) == 1 && fell, "cartpole: episode ended without the pole falling");
                     ++episodes_started;
                 }
@@ -387,7 +415,8 @@ void check_squared() {
                     if (grid[c] == 2) target = c;
                 const int row = target / 11, col = target % 11;
                 check(grid[5 * 11 + 5] == 1, "squared: agent not in the centre after reset");
-                check(target >= 0 && (row == 0 || row == 10 || col == 0 || col == 10), "squared: target not on the border");
+                check(target >= 0 && (row == 0 || row == 10 || col == 0 || col == 10),
+                      "squared: target not on the border");
             }
             int agents = 0;
             for (int c = 0; c < 121; ++c) agents += run.observation(i)[c] == 1;
@@ -409,8 +438,9 @@ void check_grid() {
     const int start = failures;
     const shoal_env_spec& spec = *shoal_env_spec_grid();
     check_spec_shape(spec, "grid", 4, SHOAL_UINT8, {5, 5}, 5, 128);
-    check(spec.num_params == 2 && std::string(spec.params[0].name) == "num_traps" && spec.params[0].default_value == 6 &&
-              std::string(spec.params[1].name) == "num_food" && spec.params[1].default_value == 8,
+    check(spec.num_params == 2 && std::string(spec.params[0].name) == "num_traps" &&
+              spec.params[0].default_value == 6 && std::string(spec.params[1].name) == "num_food" &&
+              spec.params[1].default_value == 8,
           "grid: expected params num_traps=6, num_food=8");
     check(spec.num_stats == 2 && std::string(spec.stat_names[0]) == "food_eaten" &&
               std::string(spec.stat_names[1]) == "deaths",
@@ -438,7 +468,8 @@ void check_grid() {
             bool all_dead = true;
             for (size_t r = i * 4; r < i * 4 + 4; ++r) {
                 if (dead[r]) {
-                    check(run.reward(r) == 0.0f && run.terminal(r) == 0, "grid: dead row %zu got reward or terminal", r);
+                    check(run.reward(r) == 0.0f && run.terminal(r) == 0, "grid: dead row %zu got reward or terminal",
+                          r);
                     if (!ended) {
                         bool zeros = true;
                         for (int c = 0; c < 25; ++c) zeros = zeros && run.observation(r)[c] == 0;
@@ -452,7 +483,8 @@ void check_grid() {
                     dead[r] = 1;
                     ++deaths;
                 } else if (!ended) {
-                    check(run.mask(r) == 1 && run.observation(r)[12] == 3, "grid: living row %zu is masked or misplaced", r);
+                    check(run.mask(r) == 1 && run.observation(r)[12] == 3,
+                          "grid: living row %zu is masked or misplaced", r);
                 }
                 all_dead = all_dead && dead[r];
             }
@@ -463,8 +495,9 @@ void check_grid() {
             if (ended) std::fill(dead.begin() + long(i * 4), dead.begin() + long(i * 4 + 4), 0);
         }
     }
-    check(deaths > 20 && masked_rows > 100 && wipeouts > 0, "grid: too few deaths (%llu), masked rows (%llu) or wipeouts (%llu)",
-          (unsigned long long)deaths, (unsigned long long)masked_rows, (unsigned long long)wipeouts);
+    check(deaths > 20 && masked_rows > 100 && wipeouts > 0,
+          "grid: too few deaths (%llu), masked rows (%llu) or wipeouts (%llu)", (unsigned long long)deaths,
+          (unsigned long long)masked_rows, (unsigned long long)wipeouts);
     std::printf("grid     dead agents: %llu deaths, %llu masked rows, %llu wipeouts\n", (unsigned long long)deaths,
                 (unsigned long long)masked_rows, (unsigned long long)wipeouts);
 }
@@ -497,7 +530,8 @@ void check_deep() {
     // Per-env work: env 0 of {100, 5000} behaves like env 0 of {100, 100}, env 1 like env 1 of
     // {5000, 5000}, and not like env 1 of {100, 100}.
     const std::vector<double> mixed = {100, 5000}, low = {100, 100}, high = {5000, 5000};
-    Run x(spec, 2, mixed.data(), Split::kNone), y(spec, 2, low.data(), Split::kNone), z(spec, 2, high.data(), Split::kNone);
+    Run x(spec, 2, mixed.data(), Split::kNone), y(spec, 2, low.data(), Split::kNone),
+        z(spec, 2, high.data(), Split::kNone);
     for (Run* run : {&x, &y, &z}) run->reset(6);
     ActionSource source(spec, 6);
     bool env1_differs = false;

@@ -32,12 +32,11 @@ void run(const shoal_env_spec& spec, size_t num_envs, size_t num_buffers, unsign
     shoal::WorkerPool pool(pool_threads);
     reference.reset_range(0, num_envs, 5);
     pooled.reset_range(0, num_envs, 5);
-    const std::string label = std::string(spec.name) + " buffers=" + std::to_string(num_buffers) +
-                              " pool=" + std::to_string(pool_threads);
+    const std::string label =
+        std::string(spec.name) + " buffers=" + std::to_string(num_buffers) + " pool=" + std::to_string(pool_threads);
     uint64_t episodes_ref = 0, episodes_pipe = 0;  // must agree: the same steps ended the same episodes
     {
-        shoal::Pipeline pipeline(pooled, pool, num_buffers, pipe_storage.actions.data(),
-                                 agents * 4);
+        shoal::Pipeline pipeline(pooled, pool, num_buffers, pipe_storage.actions.data(), agents * 4);
         const size_t per = num_envs / num_buffers;
         std::mt19937 rng(7);
         std::vector<int32_t> actions(per * agents);

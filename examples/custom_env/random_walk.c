@@ -8,9 +8,9 @@
 #include <shoal/env.h>
 
 typedef struct RandomWalk {
-    shoal_env base;      /* Required: first member. Buffers, rng and bookkeeping live here. */
-    int32_t size;        /* parameter: number of cells */
-    int32_t fail_after;  /* parameter: report an error after this many steps (0 = never) */
+    shoal_env base;     /* Required: first member. Buffers, rng and bookkeeping live here. */
+    int32_t size;       /* parameter: number of cells */
+    int32_t fail_after; /* parameter: report an error after this many steps (0 = never) */
     int32_t position;
     int32_t steps;
 } RandomWalk;

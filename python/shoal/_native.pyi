@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['ABI_VERSION', 'ENV_BASE_SIZE', 'EnvSpec', 'Vector', 'bundled_names', 'bundled_spec', 'env_seed', 'load_spec', 'measure_fork_join_ns', 'physical_cores']
+__all__: list[str] = ['ABI_VERSION', 'CACHE_LINE_BYTES', 'ENV_BASE_SIZE', 'EnvSpec', 'Vector', 'bundled_names', 'bundled_spec', 'env_seed', 'load_spec', 'measure_fork_join_ns', 'physical_cores']
 class EnvSpec:
     """
     A native env type: sizes, spaces, parameters and callbacks.
@@ -88,8 +88,9 @@ def measure_fork_join_ns(num_threads: typing.SupportsInt | typing.SupportsIndex,
     """
 def physical_cores() -> int:
     """
-    Physical CPU cores (best effort).
+    Physical cores among the CPUs this process may use (affinity-aware; the one core count of shoal).
     """
-ABI_VERSION: int = 1
+ABI_VERSION: int = 2
+CACHE_LINE_BYTES: int = 64
 ENV_BASE_SIZE: int = 136
 __version__: str = '0.1.0'

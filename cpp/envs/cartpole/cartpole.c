@@ -34,7 +34,7 @@
 #define CARTPOLE_LENGTH 0.5 /* half the pole's length */
 #define CARTPOLE_POLEMASS_LENGTH (CARTPOLE_MASSPOLE * CARTPOLE_LENGTH)
 #define CARTPOLE_FORCE_MAG 10.0
-#define CARTPOLE_TAU 0.02 /* seconds between state updates */
+#define CARTPOLE_TAU 0.02             /* seconds between state updates */
 #define CARTPOLE_PI 3.141592653589793 /* math.pi */
 #define CARTPOLE_THETA_THRESHOLD (12 * 2 * CARTPOLE_PI / 360)
 #define CARTPOLE_X_THRESHOLD 2.4

@@ -60,10 +60,22 @@ static void squared_reset(Squared* env) {
     const int32_t side = cell / side_length;
     const int32_t along = cell % side_length;
     switch (side) {
-        case 0: env->target_row = 0; env->target_col = along; break;
-        case 1: env->target_row = along; env->target_col = side_length; break;
-        case 2: env->target_row = side_length; env->target_col = side_length - along; break;
-        default: env->target_row = side_length - along; env->target_col = 0; break;
+        case 0:
+            env->target_row = 0;
+            env->target_col = along;
+            break;
+        case 1:
+            env->target_row = along;
+            env->target_col = side_length;
+            break;
+        case 2:
+            env->target_row = side_length;
+            env->target_col = side_length - along;
+            break;
+        default:
+            env->target_row = side_length - along;
+            env->target_col = 0;
+            break;
     }
     squared_write_observation(env);
 }

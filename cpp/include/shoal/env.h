@@ -84,21 +84,21 @@ typedef enum shoal_action_kind {
 /** The part of every env struct that the core owns and fills; an env reads its buffers here.
  * The fields a step touches come first, so they share the struct's first cache line. */
 typedef struct shoal_env {
-    void* observations;     /* num_agents * obs_size elements of the spec's obs_dtype */
-    const void* actions;    /* num_agents * action_dims elements: int32, or float32 for BOX */
-    float* rewards;         /* num_agents; zeroed by the core before each step */
-    uint8_t* terminals;     /* num_agents, 0 or 1; zeroed by the core before each step */
-    uint8_t* truncations;   /* num_agents, 0 or 1; zeroed by the core before each step */
-    uint32_t tick;          /* steps since the last reset (core-managed) */
-    int32_t failed;         /* set by shoal_env_fail */
-    double episode_return;  /* sum of every agent's rewards this episode (core-managed) */
-    shoal_rng rng;          /* this env's own random stream */
-    uint8_t* masks;         /* num_agents, 1 = agent present; set to 1 by the core before reset */
-    int64_t env_index;      /* global index of this env in the vector */
+    void* observations;    /* num_agents * obs_size elements of the spec's obs_dtype */
+    const void* actions;   /* num_agents * action_dims elements: int32, or float32 for BOX */
+    float* rewards;        /* num_agents; zeroed by the core before each step */
+    uint8_t* terminals;    /* num_agents, 0 or 1; zeroed by the core before each step */
+    uint8_t* truncations;  /* num_agents, 0 or 1; zeroed by the core before each step */
+    uint32_t tick;         /* steps since the last reset (core-managed) */
+    int32_t failed;        /* set by shoal_env_fail */
+    double episode_return; /* sum of every agent's rewards this episode (core-managed) */
+    shoal_rng rng;         /* this env's own random stream */
+    uint8_t* masks;        /* num_agents, 1 = agent present; set to 1 by the core before reset */
+    int64_t env_index;     /* global index of this env in the vector */
     int32_t num_agents;
     float stats[SHOAL_MAX_STATS]; /* episode stats the env accumulates; summed into the log at
                                      episode end and zeroed by the core on reset */
-    char* error;            /* SHOAL_ERROR_CAPACITY bytes owned by the core (kept off the hot lines) */
+    char* error;                  /* SHOAL_ERROR_CAPACITY bytes owned by the core (kept off the hot lines) */
 } shoal_env;
 
 typedef enum shoal_param_type {
@@ -110,9 +110,9 @@ typedef enum shoal_param_type {
 typedef struct shoal_param {
     const char* name;
     shoal_param_type type;
-    size_t offset;          /* offsetof(MyEnv, field) */
+    size_t offset; /* offsetof(MyEnv, field) */
     double default_value;
-    double min_value;       /* inclusive bounds, checked in Python before any env is built */
+    double min_value; /* inclusive bounds, checked in Python before any env is built */
     double max_value;
     const char* doc;
 } shoal_param;
@@ -127,23 +127,23 @@ struct shoal_range;
 
 /** Everything the core needs to know about an env type: the small C ABI between them. */
 typedef struct shoal_env_spec {
-    uint32_t abi_version;   /* SHOAL_ABI_VERSION */
+    uint32_t abi_version; /* SHOAL_ABI_VERSION */
     const char* name;
     const char* doc;
-    size_t env_size;        /* sizeof(MyEnv) */
-    size_t env_align;       /* alignof(MyEnv) */
+    size_t env_size;  /* sizeof(MyEnv) */
+    size_t env_align; /* alignof(MyEnv) */
 
-    int32_t num_agents;     /* agents per env */
+    int32_t num_agents; /* agents per env */
     shoal_dtype obs_dtype;
     int32_t obs_ndim;
     int32_t obs_shape[SHOAL_MAX_OBS_DIMS];
-    double obs_low;         /* bounds of the observation Box */
+    double obs_low; /* bounds of the observation Box */
     double obs_high;
 
     shoal_action_kind action_kind;
-    int32_t action_dims;    /* 1 for DISCRETE */
+    int32_t action_dims; /* 1 for DISCRETE */
     int32_t action_nvec[SHOAL_MAX_ACTION_DIMS];
-    float action_low;       /* BOX only */
+    float action_low; /* BOX only */
     float action_high;
 
     int32_t max_episode_steps; /* default time limit, 0 = none; overridable as a parameter */
@@ -158,7 +158,7 @@ typedef struct shoal_env_spec {
     int (*step)(void* env);
     void (*close)(void* env); /* optional: free what init allocated */
 
-    const char* class_name;   /* optional: the Python class name (default: name) */
+    const char* class_name; /* optional: the Python class name (default: name) */
     /* optional: shoal_step_envs() with this env's step and reset inlined (SHOAL_SPEC_CALLBACKS
      * fills it in); without it the core runs the same loop calling step and reset by pointer. */
     uint64_t (*step_range)(struct shoal_range* range);
@@ -199,19 +199,19 @@ static inline SHOAL_UNUSED int shoal_rand(void) {
 
 /** Envs [first, first + count) of a vector as one step sees them; filled in by the core. */
 typedef struct shoal_range {
-    unsigned char* envs;                /* the first env's struct */
-    size_t stride;                      /* bytes from one env's struct to the next */
-    size_t count;                       /* envs in the range */
-    unsigned char* final_observations;  /* the first env's rows of the final-observation buffer */
-    size_t observation_bytes;           /* one agent's observation */
-    int32_t num_agents;                 /* per env */
+    unsigned char* envs;               /* the first env's struct */
+    size_t stride;                     /* bytes from one env's struct to the next */
+    size_t count;                      /* envs in the range */
+    unsigned char* final_observations; /* the first env's rows of the final-observation buffer */
+    size_t observation_bytes;          /* one agent's observation */
+    int32_t num_agents;                /* per env */
     int32_t num_stats;
-    uint32_t max_episode_steps;         /* 0 = no time limit */
-    int32_t failed;                     /* out: set if an env reported a failure */
-    double* return_sums;                /* episode log of the first env: count entries each ... */
+    uint32_t max_episode_steps; /* 0 = no time limit */
+    int32_t failed;             /* out: set if an env reported a failure */
+    double* return_sums;        /* episode log of the first env: count entries each ... */
     double* length_sums;
     uint64_t* episode_counts;
-    double* stat_sums;                  /* ... and count * num_stats here */
+    double* stat_sums; /* ... and count * num_stats here */
 } shoal_range;
 
 /** Starts an episode of `env`: masks 1, tick, return and stats 0, then the env's reset(). */
@@ -228,8 +228,7 @@ static inline SHOAL_UNUSED void shoal_start_episode(shoal_env* env, void (*reset
 
 /** One step of every env of `range` with same-step autoreset (see the top of this file); returns
  * how many episodes ended. Called with constant step/reset it compiles to a loop with both inlined. */
-static inline SHOAL_UNUSED uint64_t shoal_step_envs(shoal_range* range, int (*step)(void*),
-                                                    void (*reset)(void*)) {
+static inline SHOAL_UNUSED uint64_t shoal_step_envs(shoal_range* range, int (*step)(void*), void (*reset)(void*)) {
     const size_t agents = (size_t)range->num_agents;
     const size_t observation_bytes = range->observation_bytes;
     const size_t num_stats = (size_t)range->num_stats;
@@ -279,35 +278,35 @@ static inline SHOAL_UNUSED uint64_t shoal_step_envs(shoal_range* range, int (*st
 
 /** Defines the void* trampolines the spec points to (they also route rand() to the env) and the
  * env's own step loop, shoal_step_envs() with both inlined. */
-#define SHOAL_ENV_CALLBACKS(NAME, TYPE, INIT, RESET, STEP)                   \
-    static int shoal__##NAME##_init(void* env) {                             \
-        shoal__current_rng = &((shoal_env*)env)->rng;                        \
-        return INIT((TYPE*)env);                                             \
-    }                                                                        \
-    static void shoal__##NAME##_reset(void* env) {                           \
-        shoal__current_rng = &((shoal_env*)env)->rng;                        \
-        RESET((TYPE*)env);                                                   \
-    }                                                                        \
-    static int shoal__##NAME##_step(void* env) {                             \
-        shoal__current_rng = &((shoal_env*)env)->rng;                        \
-        return STEP((TYPE*)env);                                             \
-    }                                                                        \
-    static uint64_t shoal__##NAME##_step_range(shoal_range* range) {         \
+#define SHOAL_ENV_CALLBACKS(NAME, TYPE, INIT, RESET, STEP)                          \
+    static int shoal__##NAME##_init(void* env) {                                    \
+        shoal__current_rng = &((shoal_env*)env)->rng;                               \
+        return INIT((TYPE*)env);                                                    \
+    }                                                                               \
+    static void shoal__##NAME##_reset(void* env) {                                  \
+        shoal__current_rng = &((shoal_env*)env)->rng;                               \
+        RESET((TYPE*)env);                                                          \
+    }                                                                               \
+    static int shoal__##NAME##_step(void* env) {                                    \
+        shoal__current_rng = &((shoal_env*)env)->rng;                               \
+        return STEP((TYPE*)env);                                                    \
+    }                                                                               \
+    static uint64_t shoal__##NAME##_step_range(shoal_range* range) {                \
         return shoal_step_envs(range, shoal__##NAME##_step, shoal__##NAME##_reset); \
     }
 
 /** The identity and callback fields of a spec initializer (after SHOAL_ENV_CALLBACKS). */
-#define SHOAL_SPEC_CALLBACKS(NAME, TYPE)                                     \
-    .abi_version = SHOAL_ABI_VERSION, .name = #NAME, .env_size = sizeof(TYPE), \
-    .env_align = SHOAL_ALIGNOF(TYPE), .init = shoal__##NAME##_init,          \
-    .reset = shoal__##NAME##_reset, .step = shoal__##NAME##_step,            \
+#define SHOAL_SPEC_CALLBACKS(NAME, TYPE)                                                                         \
+    .abi_version = SHOAL_ABI_VERSION, .name = #NAME, .env_size = sizeof(TYPE), .env_align = SHOAL_ALIGNOF(TYPE), \
+    .init = shoal__##NAME##_init, .reset = shoal__##NAME##_reset, .step = shoal__##NAME##_step,                  \
     .step_range = shoal__##NAME##_step_range
 
 /** Exports `const shoal_env_spec* shoal_env_spec_<NAME>(void)`, the symbol the core looks up. */
-#define SHOAL_EXPORT_ENV(NAME, SPEC)                                         \
-    SHOAL_EXTERN_C SHOAL_VISIBLE const shoal_env_spec* shoal_env_spec_##NAME(void) { return &(SPEC); }
+#define SHOAL_EXPORT_ENV(NAME, SPEC)                                                 \
+    SHOAL_EXTERN_C SHOAL_VISIBLE const shoal_env_spec* shoal_env_spec_##NAME(void) { \
+        return &(SPEC);                                                              \
+    }
 
 #ifdef __cplusplus
 }
 #endif
-

@@ -43,7 +43,7 @@ namespace shoal {
 
 /// Driver thread + FIFO of buffer steps over one NativeVec and one WorkerPool.
 class Pipeline {
-   public:
+public:
     /// `action_buffer`/`env_action_bytes` describe where each env's action rows live.
     /// @throws UsageError if num_envs is not a multiple of num_buffers; std::system_error if the
     ///         driver thread cannot be started.
@@ -145,7 +145,7 @@ class Pipeline {
         lost_at_fork_ = false;
     }
 
-   private:
+private:
     static constexpr size_t kStop = ~size_t{0};
     /// Chunks per job: fine enough that the caller's share follows its idle time, coarse enough
     /// that claiming (one CAS per chunk) stays negligible.

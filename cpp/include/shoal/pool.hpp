@@ -65,22 +65,22 @@ struct PoolOptions {
 
 /// The fields of PoolStats, written once: X(type, name, description). Totals count since the
 /// workers were (re)started; gauges describe the moment. The bindings export every field by name.
-#define SHOAL_POOL_STATS(X)                                                                    \
-    X(uint64_t, rounds, "run() calls with num_items > 0")                                      \
-    X(uint64_t, chunks_by_caller, "chunks executed by the calling thread")                     \
-    X(uint64_t, chunks_by_workers, "chunks executed by worker threads")                        \
+#define SHOAL_POOL_STATS(X)                                                                      \
+    X(uint64_t, rounds, "run() calls with num_items > 0")                                        \
+    X(uint64_t, chunks_by_caller, "chunks executed by the calling thread")                       \
+    X(uint64_t, chunks_by_workers, "chunks executed by worker threads")                          \
     X(uint64_t, worker_sleeps, "times a worker's spin budget ran out and it slept on the futex") \
-    X(uint64_t, worker_wakeups, "futex sleeps that ended with a new round")                    \
-    X(uint64_t, spin_hits, "rounds that found a worker spinning (no syscall involved)")        \
-    X(uint64_t, futex_wakes, "FUTEX_WAKE syscalls issued by the caller")                       \
-    X(uint64_t, preemptions, "times a spinning worker noticed it had been descheduled")        \
-    X(uint64_t, parks, "times a worker parked (stopped awaiting rounds for a while)")          \
-    X(uint64_t, late_arrivals, "rounds in which a worker found its own slice already taken")   \
-    X(uint64_t, steals, "static chunks taken from another participant's slice")                \
-    X(uint64_t, caller_yields, "sched_yield calls by the caller while joining")                \
-    X(uint64_t, caller_wait_ns, "time the caller spent waiting for chunks in progress")        \
-    X(uint64_t, mean_spin_budget_ns, "gauge: mean current spin budget of the workers")         \
-    X(unsigned, parked_workers, "gauge: workers parked right now")                             \
+    X(uint64_t, worker_wakeups, "futex sleeps that ended with a new round")                      \
+    X(uint64_t, spin_hits, "rounds that found a worker spinning (no syscall involved)")          \
+    X(uint64_t, futex_wakes, "FUTEX_WAKE syscalls issued by the caller")                         \
+    X(uint64_t, preemptions, "times a spinning worker noticed it had been descheduled")          \
+    X(uint64_t, parks, "times a worker parked (stopped awaiting rounds for a while)")            \
+    X(uint64_t, late_arrivals, "rounds in which a worker found its own slice already taken")     \
+    X(uint64_t, steals, "static chunks taken from another participant's slice")                  \
+    X(uint64_t, caller_yields, "sched_yield calls by the caller while joining")                  \
+    X(uint64_t, caller_wait_ns, "time the caller spent waiting for chunks in progress")          \
+    X(uint64_t, mean_spin_budget_ns, "gauge: mean current spin budget of the workers")           \
+    X(unsigned, parked_workers, "gauge: workers parked right now")                               \
     X(unsigned, active_limit, "gauge: workers allowed to be active (spin tokens)")
 
 /// Counters for tuning (see SHOAL_POOL_STATS).
@@ -101,7 +101,7 @@ inline constexpr size_t kDynamicChunksPerParticipant = 8;
 
 /// Persistent threads that run fork-join rounds together with the calling thread.
 class WorkerPool {
-   public:
+public:
     using Body = void (*)(void* context, size_t begin, size_t end);
 
     /// @brief Starts `num_threads` workers (besides the caller); 0 = the caller does everything.
@@ -222,7 +222,7 @@ class WorkerPool {
         return s;
     }
 
-   private:
+private:
     /// What a participant needs to know about one round (read once, validated by the seqlock).
     struct Round {
         uint64_t tag = 0;
@@ -264,7 +264,7 @@ class WorkerPool {
 
     /// Marks the pool busy for the duration of run()/resize()/set_options().
     class BusyGuard {
-       public:
+    public:
         explicit BusyGuard(std::atomic<bool>& busy) : busy_(busy) {
             if (busy_.exchange(true, std::memory_order_acquire)) {
                 throw UsageError("WorkerPool: run/resize/set_options called while a run is active");
@@ -274,189 +274,189 @@ class WorkerPool {
         BusyGuard(const BusyGuard&) = delete;
         BusyGuard& operator=(const BusyGuard&) = delete;
 
-       private:
+    private:
         std::atomic<bool>& busy_;
     };
 
-  // ---- publication -------------------------------------------------------------------------
-  //
-  // Rule (no lost wake-up). The caller does:  gen.store(g + 1, seq_cst);
-  //                                           n = sleep_requests.load(seq_cst);
-  //                                           if (n != requests_seen) FUTEX_WAKE(gen, all)
-  // A worker about to sleep does:             sleep_requests.fetch_add(1, seq_cst);
-  //                                           while (gen.load(seq_cst) == g) FUTEX_WAIT(gen, g)
-  // All four are seq_cst, so they sit in one total order S. If the worker's load of `gen` misses
-  // the new value, that load precedes the caller's store in S, hence so does the worker's
-  // increment, hence the caller's later load of `sleep_requests` sees a count it has not served
-  // and it calls FUTEX_WAKE. The kernel compares *gen with g atomically with queueing the waiter,
-  // so a wake that lands before the worker is queued makes FUTEX_WAIT return at once (EAGAIN)
-  // instead of being lost. A wake wakes every waiter, so each request needs serving only once:
-  // a woken worker that goes back to sleep makes a new request. When nobody went to sleep the
-  // caller pays one plain load and no syscall; a sleeper costs one syscall, not one per round
-  // while it is still on its way to a CPU.
-  //
-  // Rule (descriptor seqlock). The round descriptor is a set of atomics protected by `seq`:
-  // the caller stores seq = 2r - 1 (relaxed), then every field with a release store, then
-  // seq = 2r (release). A worker loads seq (acquire), the fields (acquire), then seq again. If
-  // some field returned a value of a later round r', that value's release store follows the
-  // caller's store of 2r' - 1, which then happens-before the worker's second load, so the two
-  // loads differ and the worker discards what it read. Equal even values therefore mean every
-  // field belongs to round r. All accesses are atomic: a late reader is never a data race.
-  //
-  // Rule (visibility of user data). Whatever the caller wrote before run() (actions, env state)
-  // is sequenced before its release store of seq = 2r; a worker's acquire load of seq orders its
-  // chunks after it. A worker's chunks are ordered before its release fetch_add on
-  // `worker_items_`, which the caller's acquire load in join() reads. These atomics are what TSan
-  // sees; the futex and the spinning only tell a worker *when* to look.
-  //
-  // Rule (late workers and claims). A worker may validate round r and then be descheduled for
-  // arbitrarily long while the caller finishes r and publishes later rounds. It can still only
-  // claim via claim(), which requires the word's tag to be r (chunks left) or older than r
-  // (first touch in r). Round r ends only after the caller has claimed every remaining chunk of
-  // every slice of r, which leaves each of those words tagged r or later and empty. So a claim
-  // that succeeds is a genuine chunk of round r, and round r cannot have ended: the caller waits
-  // for its items. Tags are round numbers mod 2^36; confusing them would need one worker to stall
-  // for 2^35 rounds.
+    // ---- publication -------------------------------------------------------------------------
+    //
+    // Rule (no lost wake-up). The caller does:  gen.store(g + 1, seq_cst);
+    //                                           n = sleep_requests.load(seq_cst);
+    //                                           if (n != requests_seen) FUTEX_WAKE(gen, all)
+    // A worker about to sleep does:             sleep_requests.fetch_add(1, seq_cst);
+    //                                           while (gen.load(seq_cst) == g) FUTEX_WAIT(gen, g)
+    // All four are seq_cst, so they sit in one total order S. If the worker's load of `gen` misses
+    // the new value, that load precedes the caller's store in S, hence so does the worker's
+    // increment, hence the caller's later load of `sleep_requests` sees a count it has not served
+    // and it calls FUTEX_WAKE. The kernel compares *gen with g atomically with queueing the waiter,
+    // so a wake that lands before the worker is queued makes FUTEX_WAIT return at once (EAGAIN)
+    // instead of being lost. A wake wakes every waiter, so each request needs serving only once:
+    // a woken worker that goes back to sleep makes a new request. When nobody went to sleep the
+    // caller pays one plain load and no syscall; a sleeper costs one syscall, not one per round
+    // while it is still on its way to a CPU.
+    //
+    // Rule (descriptor seqlock). The round descriptor is a set of atomics protected by `seq`:
+    // the caller stores seq = 2r - 1 (relaxed), then every field with a release store, then
+    // seq = 2r (release). A worker loads seq (acquire), the fields (acquire), then seq again. If
+    // some field returned a value of a later round r', that value's release store follows the
+    // caller's store of 2r' - 1, which then happens-before the worker's second load, so the two
+    // loads differ and the worker discards what it read. Equal even values therefore mean every
+    // field belongs to round r. All accesses are atomic: a late reader is never a data race.
+    //
+    // Rule (visibility of user data). Whatever the caller wrote before run() (actions, env state)
+    // is sequenced before its release store of seq = 2r; a worker's acquire load of seq orders its
+    // chunks after it. A worker's chunks are ordered before its release fetch_add on
+    // `worker_items_`, which the caller's acquire load in join() reads. These atomics are what TSan
+    // sees; the futex and the spinning only tell a worker *when* to look.
+    //
+    // Rule (late workers and claims). A worker may validate round r and then be descheduled for
+    // arbitrarily long while the caller finishes r and publishes later rounds. It can still only
+    // claim via claim(), which requires the word's tag to be r (chunks left) or older than r
+    // (first touch in r). Round r ends only after the caller has claimed every remaining chunk of
+    // every slice of r, which leaves each of those words tagged r or later and empty. So a claim
+    // that succeeds is a genuine chunk of round r, and round r cannot have ended: the caller waits
+    // for its items. Tags are round numbers mod 2^36; confusing them would need one worker to stall
+    // for 2^35 rounds.
 
-  Round publish(size_t num_items, Body body, void* context) {
-    const uint64_t number = ++round_;
-    const size_t participants = static_cast<size_t>(num_threads_) + 1;
-    Round round;
-    round.tag = number & detail::kTagMask;
-    round.body = body;
-    round.context = context;
-    round.num_items = num_items;
-    round.schedule = options_.schedule;
-    if (round.schedule == Schedule::Static) {
-      round.slices = std::min(num_items, participants);
-    } else {
-      size_t chunk = options_.dynamic_chunk;
-      if (chunk == 0) {
-        const size_t target = participants * detail::kDynamicChunksPerParticipant;
-        chunk = (num_items + target - 1) / target;
-      }
-      round.chunk_items =
-          std::max(chunk, (num_items + detail::kMaxChunksPerWord - 1) / detail::kMaxChunksPerWord);
+    Round publish(size_t num_items, Body body, void* context) {
+        const uint64_t number = ++round_;
+        const size_t participants = static_cast<size_t>(num_threads_) + 1;
+        Round round;
+        round.tag = number & detail::kTagMask;
+        round.body = body;
+        round.context = context;
+        round.num_items = num_items;
+        round.schedule = options_.schedule;
+        if (round.schedule == Schedule::Static) {
+            round.slices = std::min(num_items, participants);
+        } else {
+            size_t chunk = options_.dynamic_chunk;
+            if (chunk == 0) {
+                const size_t target = participants * detail::kDynamicChunksPerParticipant;
+                chunk = (num_items + target - 1) / target;
+            }
+            round.chunk_items =
+                std::max(chunk, (num_items + detail::kMaxChunksPerWord - 1) / detail::kMaxChunksPerWord);
+        }
+        error_claimed_.store(false, std::memory_order_relaxed);
+        job_.seq.store(2 * number - 1, std::memory_order_relaxed);
+        job_.body.store(body, std::memory_order_release);
+        job_.context.store(context, std::memory_order_release);
+        job_.num_items.store(num_items, std::memory_order_release);
+        job_.slices.store(round.slices, std::memory_order_release);
+        job_.chunk_items.store(round.chunk_items, std::memory_order_release);
+        job_.schedule.store(round.schedule, std::memory_order_release);
+        job_.seq.store(2 * number, std::memory_order_release);
+        job_.gen.store(job_.gen.load(std::memory_order_relaxed) + 1, std::memory_order_seq_cst);
+        const uint32_t requests = sleep_requests_.load(std::memory_order_seq_cst);
+        if (requests != requests_served_) {
+            requests_served_ = requests;
+            detail::futex_wake_all(&job_.gen);
+            detail::bump(caller_.futex_wakes);
+        }
+        return round;
     }
-    error_claimed_.store(false, std::memory_order_relaxed);
-    job_.seq.store(2 * number - 1, std::memory_order_relaxed);
-    job_.body.store(body, std::memory_order_release);
-    job_.context.store(context, std::memory_order_release);
-    job_.num_items.store(num_items, std::memory_order_release);
-    job_.slices.store(round.slices, std::memory_order_release);
-    job_.chunk_items.store(round.chunk_items, std::memory_order_release);
-    job_.schedule.store(round.schedule, std::memory_order_release);
-    job_.seq.store(2 * number, std::memory_order_release);
-    job_.gen.store(job_.gen.load(std::memory_order_relaxed) + 1, std::memory_order_seq_cst);
-    const uint32_t requests = sleep_requests_.load(std::memory_order_seq_cst);
-    if (requests != requests_served_) {
-      requests_served_ = requests;
-      detail::futex_wake_all(&job_.gen);
-      detail::bump(caller_.futex_wakes);
-    }
-    return round;
-  }
 
-  /** Reads and validates the current descriptor; false if a publication raced with the read. */
-  [[nodiscard]] bool read_round(Round& round) const noexcept {
-    const uint64_t seq = job_.seq.load(std::memory_order_acquire);
-    if (seq & 1) return false;
-    round.body = job_.body.load(std::memory_order_acquire);
-    round.context = job_.context.load(std::memory_order_acquire);
-    round.num_items = job_.num_items.load(std::memory_order_acquire);
-    round.slices = job_.slices.load(std::memory_order_acquire);
-    round.chunk_items = job_.chunk_items.load(std::memory_order_acquire);
-    round.schedule = job_.schedule.load(std::memory_order_acquire);
-    if (job_.seq.load(std::memory_order_relaxed) != seq) return false;
-    round.tag = (seq / 2) & detail::kTagMask;
-    return true;
-  }
-
-  /** Runs one chunk; a throwing body is recorded (first one wins) and the round goes on. */
-  void run_chunk(const Round& round, size_t begin, size_t end) noexcept {
-    try {
-      round.body(round.context, begin, end);
-    } catch (...) {
-      if (!error_claimed_.exchange(true, std::memory_order_relaxed)) {
-        // Only the thread that flipped the flag writes `error_`; the caller reads it after the
-        // join (see run()). The flag is re-armed by the caller before it publishes a round.
-        error_ = std::current_exception();
-      }
+    /** Reads and validates the current descriptor; false if a publication raced with the read. */
+    [[nodiscard]] bool read_round(Round& round) const noexcept {
+        const uint64_t seq = job_.seq.load(std::memory_order_acquire);
+        if (seq & 1) return false;
+        round.body = job_.body.load(std::memory_order_acquire);
+        round.context = job_.context.load(std::memory_order_acquire);
+        round.num_items = job_.num_items.load(std::memory_order_acquire);
+        round.slices = job_.slices.load(std::memory_order_acquire);
+        round.chunk_items = job_.chunk_items.load(std::memory_order_acquire);
+        round.schedule = job_.schedule.load(std::memory_order_acquire);
+        if (job_.seq.load(std::memory_order_relaxed) != seq) return false;
+        round.tag = (seq / 2) & detail::kTagMask;
+        return true;
     }
-  }
 
-  /**
-   * Claims and runs chunks of `round` as participant `p` until none is left.
-   * Static: own slice from the front first, then the other slices from the back (stealing).
-   */
-  void participate(const Round& round, size_t p, Participation& out) noexcept {
-    const detail::FirstTouch first_touch = p == 0 ? detail::FirstTouch::Always : detail::FirstTouch::IfOlder;
-    if (round.schedule == Schedule::Dynamic) {
-      const size_t count = (round.num_items + round.chunk_items - 1) / round.chunk_items;
-      for (int64_t c; (c = detail::claim(dynamic_.word, round.tag, count, false, first_touch)) >= 0;) {
-        const size_t begin = static_cast<size_t>(c) * round.chunk_items;
-        const size_t end = std::min(round.num_items, begin + round.chunk_items);
-        run_chunk(round, begin, end);
-        out.done += end - begin;
-        ++out.chunks;
-      }
-      return;
+    /** Runs one chunk; a throwing body is recorded (first one wins) and the round goes on. */
+    void run_chunk(const Round& round, size_t begin, size_t end) noexcept {
+        try {
+            round.body(round.context, begin, end);
+        } catch (...) {
+            if (!error_claimed_.exchange(true, std::memory_order_relaxed)) {
+                // Only the thread that flipped the flag writes `error_`; the caller reads it after the
+                // join (see run()). The flag is re-armed by the caller before it publishes a round.
+                error_ = std::current_exception();
+            }
+        }
     }
-    const size_t slices = round.slices;
-    const size_t base = round.num_items / slices, extra = round.num_items % slices;
-    const auto drain = [&](size_t j, bool from_back) {
-      const size_t begin = j * base + std::min(j, extra);
-      const size_t length = base + (j < extra ? 1 : 0);
-      const size_t subs = std::min(length, detail::kSubChunksPerSlice);
-      size_t taken = 0;
-      for (int64_t sub; (sub = detail::claim(slots_[j].word, round.tag, subs, from_back, first_touch)) >= 0;) {
-        const size_t s = static_cast<size_t>(sub);
-        const size_t sub_begin = begin + length * s / subs;
-        const size_t sub_end = begin + length * (s + 1) / subs;
-        run_chunk(round, sub_begin, sub_end);
-        out.done += sub_end - sub_begin;
-        ++taken;
-      }
-      out.chunks += taken;
-      return taken;
-    };
-    if (p < slices && drain(p, false) == 0 && p != 0) out.late = true;
-    for (size_t k = 1; k <= slices; ++k) {
-      // The caller walks the slices backwards (the highest workers start last); worker p goes
-      // forward from its own slice, so thieves spread over different victims.
-      const size_t j = p == 0 ? slices - k : (p + k) % slices;
-      if (j != p) out.steals += drain(j, true);
-    }
-  }
 
-  // ---- join ----------------------------------------------------------------------------------
-  //
-  // Rule (join). `worker_items_` only grows: each worker adds the items it ran with one release
-  // fetch_add after it found nothing left to claim. The caller knows how many items it ran
-  // itself, so the workers owe exactly `num_items - done` in this round, and it waits until the
-  // counter has grown by that much. Increments form a release sequence, so the acquire load that
-  // reads the final value happens-after every worker's chunk. Chunks nobody claimed were claimed
-  // by the caller in participate(), so what it waits for is exactly the chunks in progress.
-
-  void join(size_t owed_by_workers) noexcept {
-    const uint64_t target = worker_items_seen_ + owed_by_workers;
-    worker_items_seen_ = target;
-    if (worker_items_.load(std::memory_order_acquire) == target) return;
-    const uint64_t start = detail::now_ns();
-    uint64_t yields = 0;
-    for (unsigned i = 1; worker_items_.load(std::memory_order_acquire) != target; ++i) {
-      if (yields == 0 && (i % waiting::kClockCheckEvery != 0 ||
-                          detail::now_ns() - start < waiting::kJoinSpinNs)) {
-        detail::cpu_relax();
-      } else {
-        // A chunk in progress whose thread lost its CPU: lend ours instead of spinning.
-        sched_yield();
-        ++yields;
-      }
+    /**
+     * Claims and runs chunks of `round` as participant `p` until none is left.
+     * Static: own slice from the front first, then the other slices from the back (stealing).
+     */
+    void participate(const Round& round, size_t p, Participation& out) noexcept {
+        const detail::FirstTouch first_touch = p == 0 ? detail::FirstTouch::Always : detail::FirstTouch::IfOlder;
+        if (round.schedule == Schedule::Dynamic) {
+            const size_t count = (round.num_items + round.chunk_items - 1) / round.chunk_items;
+            for (int64_t c; (c = detail::claim(dynamic_.word, round.tag, count, false, first_touch)) >= 0;) {
+                const size_t begin = static_cast<size_t>(c) * round.chunk_items;
+                const size_t end = std::min(round.num_items, begin + round.chunk_items);
+                run_chunk(round, begin, end);
+                out.done += end - begin;
+                ++out.chunks;
+            }
+            return;
+        }
+        const size_t slices = round.slices;
+        const size_t base = round.num_items / slices, extra = round.num_items % slices;
+        const auto drain = [&](size_t j, bool from_back) {
+            const size_t begin = j * base + std::min(j, extra);
+            const size_t length = base + (j < extra ? 1 : 0);
+            const size_t subs = std::min(length, detail::kSubChunksPerSlice);
+            size_t taken = 0;
+            for (int64_t sub; (sub = detail::claim(slots_[j].word, round.tag, subs, from_back, first_touch)) >= 0;) {
+                const size_t s = static_cast<size_t>(sub);
+                const size_t sub_begin = begin + length * s / subs;
+                const size_t sub_end = begin + length * (s + 1) / subs;
+                run_chunk(round, sub_begin, sub_end);
+                out.done += sub_end - sub_begin;
+                ++taken;
+            }
+            out.chunks += taken;
+            return taken;
+        };
+        if (p < slices && drain(p, false) == 0 && p != 0) out.late = true;
+        for (size_t k = 1; k <= slices; ++k) {
+            // The caller walks the slices backwards (the highest workers start last); worker p goes
+            // forward from its own slice, so thieves spread over different victims.
+            const size_t j = p == 0 ? slices - k : (p + k) % slices;
+            if (j != p) out.steals += drain(j, true);
+        }
     }
-    detail::bump(caller_.wait_ns, detail::now_ns() - start);
-    if (yields) detail::bump(caller_.yields, yields);
-  }
+
+    // ---- join ----------------------------------------------------------------------------------
+    //
+    // Rule (join). `worker_items_` only grows: each worker adds the items it ran with one release
+    // fetch_add after it found nothing left to claim. The caller knows how many items it ran
+    // itself, so the workers owe exactly `num_items - done` in this round, and it waits until the
+    // counter has grown by that much. Increments form a release sequence, so the acquire load that
+    // reads the final value happens-after every worker's chunk. Chunks nobody claimed were claimed
+    // by the caller in participate(), so what it waits for is exactly the chunks in progress.
+
+    void join(size_t owed_by_workers) noexcept {
+        const uint64_t target = worker_items_seen_ + owed_by_workers;
+        worker_items_seen_ = target;
+        if (worker_items_.load(std::memory_order_acquire) == target) return;
+        const uint64_t start = detail::now_ns();
+        uint64_t yields = 0;
+        for (unsigned i = 1; worker_items_.load(std::memory_order_acquire) != target; ++i) {
+            if (yields == 0 &&
+                (i % waiting::kClockCheckEvery != 0 || detail::now_ns() - start < waiting::kJoinSpinNs)) {
+                detail::cpu_relax();
+            } else {
+                // A chunk in progress whose thread lost its CPU: lend ours instead of spinning.
+                sched_yield();
+                ++yields;
+            }
+        }
+        detail::bump(caller_.wait_ns, detail::now_ns() - start);
+        if (yields) detail::bump(caller_.yields, yields);
+    }
 
     // ---- workers -------------------------------------------------------------------------------
 
@@ -554,7 +554,8 @@ class WorkerPool {
             const uint64_t now = detail::now_ns();
             if (now >= until_ns) break;
             const uint64_t left = until_ns - now;
-            const timespec timeout{static_cast<time_t>(left / 1'000'000'000u), static_cast<long>(left % 1'000'000'000u)};
+            const timespec timeout{static_cast<time_t>(left / 1'000'000'000u),
+                                   static_cast<long>(left % 1'000'000'000u)};
             detail::futex_wait(&park_word_, word, &timeout);
             if (park_word_.load(std::memory_order_seq_cst) != word) break;
         }
@@ -720,7 +721,7 @@ class WorkerPool {
     void recover_after_fork() {
         if (!epoch_.forked()) return;
         const unsigned n = num_threads_;
-        stop_workers();  // frees memory only; the threads it described do not exist here
+        stop_workers();                                 // frees memory only; the threads it described do not exist here
         busy_.store(false, std::memory_order_relaxed);  // a run() of another parent thread never ends here
         worker_items_seen_ = worker_items_.load(std::memory_order_relaxed);
         error_claimed_.store(false, std::memory_order_relaxed);

@@ -6,8 +6,7 @@
  *
  * Generator: PCG32 (XSH-RR 64/32, O'Neill 2014): 16 bytes of state, one multiply per draw.
  */
-#ifndef SHOAL_RNG_H
-#define SHOAL_RNG_H
+#pragma once
 
 #include <stdint.h>
 
@@ -84,5 +83,3 @@ static inline uint32_t shoal_rng_below(shoal_rng* rng, uint32_t bound) {
 #ifdef __cplusplus
 }
 #endif
-
-#endif /* SHOAL_RNG_H */

@@ -51,7 +51,8 @@ inline void validate_spec(const shoal_env_spec& spec) {
         fail("built against SDK ABI " + std::to_string(spec.abi_version) + ", this shoal speaks " +
              std::to_string(SHOAL_ABI_VERSION) + "; rebuild the env against this shoal's headers");
     if (!spec.name) fail("name is missing");
-    if (spec.env_size < sizeof(shoal_env)) fail("env_size is smaller than shoal_env; is `shoal_env base` the first member?");
+    if (spec.env_size < sizeof(shoal_env))
+        fail("env_size is smaller than shoal_env; is `shoal_env base` the first member?");
     if (spec.env_align == 0 || (spec.env_align & (spec.env_align - 1)) != 0) fail("env_align must be a power of two");
     if (!spec.init || !spec.reset || !spec.step) fail("init, reset and step callbacks are required");
     if (spec.num_agents < 1) fail("num_agents must be >= 1");
@@ -61,11 +62,13 @@ inline void validate_spec(const shoal_env_spec& spec) {
         if (spec.obs_shape[d] < 1) fail("obs_shape entries must be >= 1");
     if (spec.action_kind < SHOAL_ACTION_DISCRETE || spec.action_kind > SHOAL_ACTION_BOX) fail("unknown action_kind");
     if (spec.action_dims < 1 || spec.action_dims > SHOAL_MAX_ACTION_DIMS) fail("action_dims must be in [1, 16]");
-    if (spec.action_kind == SHOAL_ACTION_DISCRETE && spec.action_dims != 1) fail("DISCRETE actions have action_dims == 1");
+    if (spec.action_kind == SHOAL_ACTION_DISCRETE && spec.action_dims != 1)
+        fail("DISCRETE actions have action_dims == 1");
     if (spec.action_kind != SHOAL_ACTION_BOX)
         for (int32_t d = 0; d < spec.action_dims; ++d)
             if (spec.action_nvec[d] < 1) fail("action_nvec entries must be >= 1");
-    if (spec.action_kind == SHOAL_ACTION_BOX && !(spec.action_low <= spec.action_high)) fail("action_low > action_high");
+    if (spec.action_kind == SHOAL_ACTION_BOX && !(spec.action_low <= spec.action_high))
+        fail("action_low > action_high");
     if (spec.max_episode_steps < 0) fail("max_episode_steps must be >= 0");
     if (spec.num_params < 0 || (spec.num_params > 0 && !spec.params)) fail("params missing");
     for (int32_t p = 0; p < spec.num_params; ++p) {
@@ -103,7 +106,7 @@ struct EpisodeTally {
 /// (not a whole EpisodeTally), which matters because it runs between steps on the caller alone.
 /// Sums run in env index order, so the log never depends on the thread count.
 class EpisodeTallies {
-   public:
+public:
     EpisodeTallies(size_t num_envs, size_t num_stats)
         : num_stats_(num_stats),
           returns_(num_envs),
@@ -137,7 +140,7 @@ class EpisodeTallies {
         return total;
     }
 
-   private:
+private:
     size_t num_stats_;
     std::vector<double> returns_, lengths_;
     std::vector<uint64_t> episodes_;
@@ -146,7 +149,7 @@ class EpisodeTallies {
 
 /// The envs of one vector, stepped range by range.
 class NativeVec {
-   public:
+public:
     /// params: num_envs rows of spec.num_params values (row-major). Throws UsageError if the spec
     /// or an argument is malformed, EnvFailure if an env's init() reports a failure.
     NativeVec(const shoal_env_spec& spec, size_t num_envs, const double* params, int32_t max_episode_steps,
@@ -263,7 +266,7 @@ class NativeVec {
     /// Sums and clears the tallies of envs [begin, end) (not while that range is being stepped).
     [[nodiscard]] EpisodeTally collect_log(size_t begin, size_t end) noexcept { return tallies_.take(begin, end); }
 
-   private:
+private:
     void write_params(shoal_env* base, const double* values) const noexcept {
         unsigned char* bytes = reinterpret_cast<unsigned char*>(base);
         for (int32_t p = 0; p < spec_.num_params; ++p) {

@@ -52,10 +52,14 @@ inline void cpu_relax() noexcept {
 }
 
 /// Monotonic wall time (vDSO, no syscall).
-[[nodiscard]] inline uint64_t now_ns() noexcept { return clock_ns(CLOCK_MONOTONIC); }
+[[nodiscard]] inline uint64_t now_ns() noexcept {
+    return clock_ns(CLOCK_MONOTONIC);
+}
 
 /// CPU time consumed by the calling thread (a syscall: ~0.3 us; keep it off the hot path).
-[[nodiscard]] inline uint64_t thread_cpu_ns() noexcept { return clock_ns(CLOCK_THREAD_CPUTIME_ID); }
+[[nodiscard]] inline uint64_t thread_cpu_ns() noexcept {
+    return clock_ns(CLOCK_THREAD_CPUTIME_ID);
+}
 
 // ---- futex ------------------------------------------------------------------------------------
 
@@ -176,11 +180,13 @@ struct Doorbell {
 /// Bumped in the child after every fork(); owners of threads compare it with the epoch of their threads.
 inline std::atomic<uint64_t> fork_epoch{0};
 
-extern "C" inline void shoal_on_fork_child() noexcept { fork_epoch.fetch_add(1, std::memory_order_relaxed); }
+extern "C" inline void shoal_on_fork_child() noexcept {
+    fork_epoch.fetch_add(1, std::memory_order_relaxed);
+}
 
 /// The fork epoch in which an object started its threads.
 class ForkEpoch {
-   public:
+public:
     ForkEpoch() noexcept {
         // A function-local static of an inline function is one object per program (or shared
         // object), so the handler is registered once however many translation units include this.
@@ -198,7 +204,7 @@ class ForkEpoch {
     /// Number of the current epoch (0 in the original process).
     [[nodiscard]] uint64_t value() const noexcept { return epoch_; }
 
-   private:
+private:
     uint64_t epoch_ = 0;
 };
 
@@ -207,7 +213,7 @@ class ForkEpoch {
 /// While alive, the calling thread blocks asynchronous signals; threads it creates inherit the mask.
 /// SIGINT and friends belong to Python's main thread; fault signals stay deliverable.
 class SignalsBlocked {
-   public:
+public:
     SignalsBlocked() noexcept {
         sigset_t all;
         sigfillset(&all);
@@ -218,14 +224,14 @@ class SignalsBlocked {
     SignalsBlocked(const SignalsBlocked&) = delete;
     SignalsBlocked& operator=(const SignalsBlocked&) = delete;
 
-   private:
+private:
     sigset_t previous_;
 };
 
 /// One pthread running `entry(arg)`, with asynchronous signals blocked. In a forked child the
 /// thread does not exist: join() then only forgets the handle (joining it would fail or hang).
 class Thread {
-   public:
+public:
     Thread() = default;
     Thread(const Thread&) = delete;
     Thread& operator=(const Thread&) = delete;
@@ -249,7 +255,7 @@ class Thread {
     [[nodiscard]] bool running() const noexcept { return running_; }
     [[nodiscard]] pthread_t handle() const noexcept { return handle_; }
 
-   private:
+private:
     pthread_t handle_{};
     ForkEpoch epoch_;
     bool running_ = false;
