@@ -309,12 +309,12 @@ Observed check_generic(const shoal_env_spec& spec, size_t num_envs, const std::v
     return seen;
 }
 
-/// Expects NativeVec construction with these params to throw std::invalid_argument naming `word`.
+/// Expects NativeVec construction with these params to throw shoal::EnvFailure naming `word`.
 void check_init_fails(const shoal_env_spec& spec, std::vector<double> params, const char* word) {
     try {
         Run run(spec, 1, params.data(), Split::kNone);
         check(false, "%s: init accepted bad params (expected an error about %s)", spec.name, word);
-    } catch (const std::invalid_argument& error) {
+    } catch (const shoal::EnvFailure& error) {
         check(std::strstr(error.what(), word) != nullptr, "%s: init error '%s' does not mention %s", spec.name,
               error.what(), word);
     }

@@ -52,6 +52,9 @@
 #endif
 #define SHOAL_VISIBLE __attribute__((visibility("default")))
 #define SHOAL_UNUSED __attribute__((unused))
+/* Inlines every call in a function's body (the step loop then calls step and reset directly). */
+#define SHOAL_FLATTEN __attribute__((flatten))
+#define SHOAL_ALWAYS_INLINE __attribute__((always_inline))
 
 #ifdef __cplusplus
 extern "C" {
@@ -193,8 +196,6 @@ static inline SHOAL_UNUSED int shoal_rand(void) {
 #define srand(seed) ((void)(seed))
 #endif
 
-/* ---- declaring and exporting an env -------------------------------------------------------- */
-
 /* ---- the step loop around the callbacks -------------------------------------------------- */
 
 /** Envs [first, first + count) of a vector as one step sees them; filled in by the core. */
@@ -226,52 +227,67 @@ static inline SHOAL_UNUSED void shoal_start_episode(shoal_env* env, void (*reset
     reset(env);
 }
 
-/** One step of every env of `range` with same-step autoreset (see the top of this file); returns
- * how many episodes ended. Called with constant step/reset it compiles to a loop with both inlined. */
-static inline SHOAL_UNUSED uint64_t shoal_step_envs(shoal_range* range, int (*step)(void*), void (*reset)(void*)) {
-    const size_t agents = (size_t)range->num_agents;
+/* The step loop for envs of `agents` agents each; inlined with a constant `agents` below. */
+static inline SHOAL_UNUSED SHOAL_ALWAYS_INLINE uint64_t shoal__step_envs(shoal_range* range, int (*step)(void*),
+                                                                         void (*reset)(void*), const size_t agents) {
     const size_t observation_bytes = range->observation_bytes;
     const size_t num_stats = (size_t)range->num_stats;
+    const uint32_t max_episode_steps = range->max_episode_steps;
+    /* Locals, not range->...: env code's byte stores may alias anything, forcing reloads. */
+    const size_t count = range->count, stride = range->stride;
+    double* const return_sums = range->return_sums;
+    double* const length_sums = range->length_sums;
+    uint64_t* const episode_counts = range->episode_counts;
+    double* const stat_sums = range->stat_sums;
     uint64_t episodes = 0;
     int32_t failed = 0;
     unsigned char* finals = range->final_observations;
     unsigned char* bytes = range->envs;
-    for (size_t i = 0; i < range->count; ++i, bytes += range->stride, finals += agents * observation_bytes) {
+    for (size_t i = 0; i < count; ++i, bytes += stride, finals += agents * observation_bytes) {
         shoal_env* env = (shoal_env*)bytes;
-        if (agents == 1) {
-            env->rewards[0] = 0.0f;
-            env->terminals[0] = 0;
-            env->truncations[0] = 0;
-        } else {
-            memset(env->rewards, 0, agents * sizeof(float));
-            memset(env->terminals, 0, agents);
-            memset(env->truncations, 0, agents);
+        for (size_t a = 0; a < agents; ++a) {
+            env->rewards[a] = 0.0f;
+            env->terminals[a] = 0;
+            env->truncations[a] = 0;
         }
         int over = step(env) != SHOAL_EPISODE_RUNNING;
         env->tick += 1;
         double reward = 0;
         for (size_t a = 0; a < agents; ++a) reward += env->rewards[a];
         env->episode_return += reward;
-        if (range->max_episode_steps != 0 && env->tick >= range->max_episode_steps) {
-            memset(env->truncations, 1, agents);
+        if (max_episode_steps != 0 && env->tick >= max_episode_steps) {
+            for (size_t a = 0; a < agents; ++a) env->truncations[a] = 1;
             over = 1;
         }
-        const unsigned char* observations = (const unsigned char*)env->observations;
-        for (size_t a = 0; a < agents; ++a)
-            if (env->terminals[a] | env->truncations[a])
-                memcpy(finals + a * observation_bytes, observations + a * observation_bytes, observation_bytes);
-        if (over) {
-            range->return_sums[i] += env->episode_return;
-            range->length_sums[i] += env->tick;
-            for (size_t s = 0; s < num_stats; ++s) range->stat_sums[i * num_stats + s] += env->stats[s];
-            range->episode_counts[i] += 1;
-            episodes += 1;
-            shoal_start_episode(env, reset);
+        /* One branch for "something ended" (rare, unpredictable), then the details inside it. */
+        unsigned ended = 0;
+        for (size_t a = 0; a < agents; ++a) ended |= env->terminals[a] | env->truncations[a];
+        if (ended | over) {
+            const unsigned char* observations = (const unsigned char*)env->observations;
+            for (size_t a = 0; a < agents; ++a)
+                if (env->terminals[a] | env->truncations[a])
+                    memcpy(finals + a * observation_bytes, observations + a * observation_bytes, observation_bytes);
+            if (over) {
+                return_sums[i] += env->episode_return;
+                length_sums[i] += env->tick;
+                for (size_t s = 0; s < num_stats; ++s) stat_sums[i * num_stats + s] += env->stats[s];
+                episode_counts[i] += 1;
+                episodes += 1;
+                shoal_start_episode(env, reset);
+            }
         }
         failed |= env->failed;
     }
     range->failed |= failed;
     return episodes;
+}
+
+/** One step of every env of `range` with same-step autoreset (see the top of this file); returns
+ * how many episodes ended. Called with constant step/reset (SHOAL_ENV_CALLBACKS) it compiles to a
+ * loop with both inlined, specialised for single-agent envs. */
+static inline SHOAL_UNUSED uint64_t shoal_step_envs(shoal_range* range, int (*step)(void*), void (*reset)(void*)) {
+    if (range->num_agents == 1) return shoal__step_envs(range, step, reset, 1);
+    return shoal__step_envs(range, step, reset, (size_t)range->num_agents);
 }
 
 /* ---- declaring and exporting an env -------------------------------------------------------- */
@@ -291,7 +307,7 @@ static inline SHOAL_UNUSED uint64_t shoal_step_envs(shoal_range* range, int (*st
         shoal__current_rng = &((shoal_env*)env)->rng;                               \
         return STEP((TYPE*)env);                                                    \
     }                                                                               \
-    static uint64_t shoal__##NAME##_step_range(shoal_range* range) {                \
+    static SHOAL_FLATTEN uint64_t shoal__##NAME##_step_range(shoal_range* range) {  \
         return shoal_step_envs(range, shoal__##NAME##_step, shoal__##NAME##_reset); \
     }
 
