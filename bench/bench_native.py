@@ -1,30 +1,97 @@
-"""Native envs under the Multithreading backend: thread scaling, fork-join cost, a stand-in policy,
-a competing process, and EnvPool (if installed) — in one run, methodology of seed 001.
+"""Native envs under the Multithreading backend: thread scaling against the limit, fork-join cost, a
+stand-in policy, a competing process, and EnvPool (if installed) — in one run, methodology of seed 001.
 
-    python bench/bench_native.py [--repeats 3] [--markdown bench/results/native.md]
+    python bench/bench_native.py [--repeats 5] [--markdown bench/results/native.md]
 
-Ratios are against T=0 (the caller steps every env itself, no pool) measured in the same run and
-under the same conditions. "default" is make() without max_num_threads (physical cores).
+Ratios are against T=0 (the caller steps every env itself, no pool) and against the **limit**: the
+env's own callbacks in a bare C loop (bench/native/limit.c: same-step reset, the time limit, actions
+copied in every step; no Python, no pool, no episode log), built by CMake from the same sources with
+the flags the extension compiles env code with. Both are measured in the same run, interleaved with
+the cases they are compared to. "default" is make() without max_num_threads (physical cores).
+The template env of examples/custom_env is built like a third-party env and measured the same way.
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import functools
 import statistics
+import subprocess
 import time
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
+import shoal
 from shoal import _native, benchmark
 from shoal.benchmark import Case
-from shoal.envs import CartPole, Deep
+from shoal.envs import CartPole, Deep, Squared
+from shoal.native import load_env
 from shoal.vector import make
+
+ROOT = Path(__file__).resolve().parents[1]
+BUILD = ROOT / "build" / "bench-native"
+
+
+def cmake_build(source: Path, build: Path, *options: str, targets: tuple = ()) -> None:
+    subprocess.run(["cmake", "-S", str(source), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release", *options],
+                   check=True, capture_output=True)
+    command = ["cmake", "--build", str(build), "-j2"] + [arg for t in targets for arg in ("--target", t)]
+    subprocess.run(command, check=True, capture_output=True)
+
+
+def limit_library(name: str) -> ctypes.CDLL:
+    """bench/native/limit.c compiled around env `name` (a bundled env or random_walk)."""
+    cmake_build(ROOT, BUILD / "limit", "-DSHOAL_BUILD_BENCH=ON", targets=(f"shoal_limit_{name}",))
+    library = ctypes.CDLL(str(BUILD / "limit" / "bench" / "native" / f"shoal_limit_{name}.so"))
+    library.shoal_limit_sps.restype = ctypes.c_double
+    library.shoal_limit_sps.argtypes = [ctypes.c_size_t, ctypes.c_uint64]
+    return library
+
+
+def template_env():
+    """examples/custom_env built against the installed shoal, as its README says a user does."""
+    build = BUILD / "custom_env"
+    cmake_build(ROOT / "examples" / "custom_env", build, f"-Dshoal_DIR={shoal.get_cmake_dir()}")
+    return load_env(build / "random_walk.so", "random_walk", "RandomWalk")
+
+
+@dataclass
+class LimitCase(Case):
+    """The bare C loop of one env: measured in-process through ctypes (which releases the GIL)."""
+
+    library: ctypes.CDLL | None = None
+    num_envs: int = 0
+
+    def measure(self) -> float:
+        sps = self.library.shoal_limit_sps(self.num_envs, max(1, self.agent_steps // self.num_envs))
+        if sps <= 0:
+            raise RuntimeError(f"{self.name}: the limit loop failed")
+        self.samples.append(sps)
+        return sps
+
+
+def limit_case(name: str, env_name: str, num_envs: int, agent_steps: int) -> LimitCase:
+    return LimitCase(f"{name} limit", None, agent_steps, library=limit_library(env_name), num_envs=num_envs)
+
+
+def run_interleaved(cases: list, repeats: int) -> None:
+    """Every case once per repeat, in turn, so that machine noise hits them alike."""
+    for r in range(repeats):
+        for case in cases:
+            if isinstance(case, LimitCase):
+                print(f"  repeat {r + 1}/{repeats}  {case.name:<48} {case.measure():>14,.0f} SPS")
+            else:
+                benchmark.run_cases([case], 1, log=lambda line, r=r: print(line.replace("repeat 1/1",
+                                                                                          f"repeat {r + 1}/{repeats}")))
 
 
 def native_case(name, env, num_envs, threads, agent_steps, pause_us=0.0, exclude_pause=False, **kwargs):
     options = {} if threads == "default" else {"max_num_threads": threads}
-    build = functools.partial(make, env, backend="Multithreading", num_envs=num_envs, env_kwargs=kwargs, **options)
+    build = functools.partial(make, env, backend="Multithreading", num_envs=num_envs, env_kwargs=kwargs,
+                              **options)
     return Case(f"{name} T={threads}", build, agent_steps, pause_us=pause_us, exclude_pause=exclude_pause)
 
 
@@ -33,9 +100,8 @@ def envpool_sps(num_envs: int, threads: int, agent_steps: int) -> float | None:
         import envpool
     except ImportError:
         return None
-    env = envpool.make(
-        "CartPole-v1", env_type="gymnasium", num_envs=num_envs, batch_size=num_envs, num_threads=threads, seed=0
-    )
+    env = envpool.make("CartPole-v1", env_type="gymnasium", num_envs=num_envs, batch_size=num_envs,
+                       num_threads=threads, seed=0)
     env.reset()
     actions = np.random.default_rng(0).integers(0, 2, size=(16, num_envs), dtype=np.int32)
     for i in range(20):
@@ -55,93 +121,85 @@ def fork_join_ns(threads: int, repeats: int) -> list[float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--scale", type=float, default=1.0, help="multiplies every agent-step budget")
     parser.add_argument("--markdown", help="write the result tables to this file")
     args = parser.parse_args()
     steps = lambda n: int(n * args.scale)  # noqa: E731
 
+    RandomWalk = template_env()
+    threads = (0, 2, "default")
+    limit_groups = {
+        "cartpole, 4096 envs": [limit_case("cartpole 4096", "cartpole", 4096, steps(40e6))]
+        + [native_case("cartpole 4096", CartPole, 4096, t, steps(40e6)) for t in threads],
+        "cartpole, 1024 envs": [limit_case("cartpole 1024", "cartpole", 1024, steps(20e6))]
+        + [native_case("cartpole 1024", CartPole, 1024, t, steps(20e6)) for t in threads],
+        "squared, 4096 envs": [limit_case("squared 4096", "squared", 4096, steps(40e6))]
+        + [native_case("squared 4096", Squared, 4096, t, steps(40e6)) for t in threads],
+        "template env (examples/custom_env random_walk, built as a third-party env), 4096 envs":
+            [limit_case("random_walk 4096", "random_walk", 4096, steps(40e6))]
+            + [native_case("random_walk 4096", RandomWalk, 4096, t, steps(40e6)) for t in threads],
+    }
     groups = {
-        "cartpole, 4096 envs": [
-            native_case("cartpole 4096", CartPole, 4096, t, steps(40e6)) for t in (0, 2, "default")
-        ],
-        "cartpole, 1024 envs": [
-            native_case("cartpole 1024", CartPole, 1024, t, steps(20e6)) for t in (0, 2, "default")
-        ],
-        "deep (work=20000, ~40 us/step), 64 envs": [
-            native_case("deep 64", Deep, 64, t, steps(64e3)) for t in (0, 2, "default")
-        ],
+        "deep (work=20000, ~40 us/step), 64 envs": [native_case("deep 64", Deep, 64, t, steps(64e3)) for t in threads],
         "cartpole 4096, 100 us caller work between steps: env stepping (send+recv) only": [
-            native_case(
-                "cartpole 4096 +100us, stepping", CartPole, 4096, t, steps(20e6), pause_us=100, exclude_pause=True
-            )
-            for t in (0, 2, "default")
-        ],
+            native_case("cartpole 4096 +100us, stepping", CartPole, 4096, t, steps(20e6), pause_us=100,
+                        exclude_pause=True) for t in threads],
         "cartpole 4096, 100 us caller work between steps: end to end (bounded by Amdahl)": [
             native_case("cartpole 4096 +100us, end to end", CartPole, 4096, t, steps(20e6), pause_us=100)
-            for t in (0, 2, "default")
-        ],
+            for t in threads],
     }
-    info = benchmark.system_info(
-        {
-            "what is timed": "send+recv per batch, actions generated in advance, "
-            "after reset and 20 warm-up steps; no policy unless stated",
-            "repeats": args.repeats,
-            "threads T": "incl. the caller; T=0 = no pool",
-        }
-    )
+    info = benchmark.system_info({"what is timed": "send+recv per batch, actions generated in advance, "
+                                  "after reset and 20 warm-up steps; no policy unless stated",
+                                  "repeats": args.repeats, "threads T": "incl. the caller; T=0 = no pool",
+                                  "limit": "the env's callbacks in a bare C loop (bench/native/limit.c), "
+                                  "same sources and flags, one thread"})
     print("\n".join(f"{k}: {v}" for k, v in info.items()))
-    for title, cases in groups.items():
+    for title, cases in {**limit_groups, **groups}.items():
         print(title)
-        benchmark.run_cases(cases, args.repeats)
-    competition = [
-        native_case("cartpole 4096 (competing process)", CartPole, 4096, t, steps(20e6)) for t in (0, 2, "default")
-    ]
+        run_interleaved(cases, args.repeats)
+    competition = [native_case("cartpole 4096 (competing process)", CartPole, 4096, t, steps(20e6))
+                   for t in threads]
     print("under one competing CPU-bound process")
     with benchmark.competing_process():
-        benchmark.run_cases(competition, args.repeats)
+        run_interleaved(competition, args.repeats)
     groups["cartpole 4096, one competing CPU-bound process (T=0 measured under it too)"] = competition
 
-    headers = ["case", "median SPS", "spread", "samples", "vs T=0"]
+    headers = ["case", "median SPS", "spread", "samples", "vs T=0", "vs limit"]
     rows = []
+    for title, cases in limit_groups.items():
+        rows.append([f"**{title}**", "", "", "", "", ""])
+        limit, t0 = cases[0], cases[1]
+        rows.append(benchmark.case_row(limit) + ["1.00x"])
+        rows += [benchmark.case_row(case, t0) + [f"{case.median / limit.median:.2f}x"] for case in cases[1:]]
     for title, cases in groups.items():
-        rows.append([f"**{title}**", "", "", "", ""])
-        rows += [benchmark.case_row(case, cases[0]) for case in cases]
+        rows.append([f"**{title}**", "", "", "", "", ""])
+        rows += [benchmark.case_row(case, cases[0]) + [""] for case in cases]
 
     fj = {t: fork_join_ns(t, args.repeats) for t in (1, 2)}
-    rows.append(["**fork-join round, trivial body (ns)**", "", "", "", ""])
+    rows.append(["**fork-join round, trivial body (ns)**", "", "", "", "", ""])
     for t, samples in fj.items():
-        rows.append([f"T={t}", f"{statistics.median(samples):.0f} ns", "", ", ".join(f"{s:.0f}" for s in samples), ""])
+        rows.append([f"T={t}", f"{statistics.median(samples):.0f} ns", "",
+                     ", ".join(f"{s:.0f}" for s in samples), "", ""])
 
     pool = []
     if (sps := envpool_sps(4096, 2, steps(4e6))) is not None:
         import envpool
-
         pool = [envpool_sps(4096, 2, steps(4e6)) for _ in range(args.repeats - 1)] + [sps]
-        shoal_default = groups["cartpole, 4096 envs"][2].median
-        rows.append([f"**EnvPool {envpool.__version__} CartPole-v1 sync, 4096 envs, 2 threads**", "", "", "", ""])
-        rows.append(
-            [
-                "EnvPool",
-                f"{statistics.median(pool):,.0f}",
-                "",
-                ", ".join(f"{s / 1e6:.3f}M" for s in pool),
-                f"shoal default = {shoal_default / statistics.median(pool):.1f}x EnvPool",
-            ]
-        )
+        shoal_default = limit_groups["cartpole, 4096 envs"][3].median
+        rows.append([f"**EnvPool {envpool.__version__} CartPole-v1 sync, 4096 envs, 2 threads**", "", "", "", "", ""])
+        rows.append(["EnvPool", f"{statistics.median(pool):,.0f}", "",
+                     ", ".join(f"{s / 1e6:.3f}M" for s in pool),
+                     f"shoal default = {shoal_default / statistics.median(pool):.1f}x EnvPool", ""])
     else:
-        rows.append(["EnvPool", "not installed (pip install envpool)", "", "", ""])
+        rows.append(["EnvPool", "not installed (pip install envpool)", "", "", "", ""])
 
-    table = benchmark.format_markdown(
-        "Native envs, Multithreading backend",
-        info,
-        rows,
-        headers,
-        [
-            "T = threads stepping envs including the caller (max_num_threads); default = physical cores.",
-            "spread = (max - min) / median over the repeats; ratios are medians over the T=0 median of the same group.",
-        ],
-    )
+    table = benchmark.format_markdown("Native envs, Multithreading backend", info, rows, headers, [
+        "T = threads stepping envs including the caller (max_num_threads); default = physical cores.",
+        "spread = (max - min) / median over the repeats; ratios are medians over the T=0 (or limit) median of "
+        "the same group, measured interleaved in the same run.",
+        "limit = the env's own callbacks in a bare C loop (bench/native/limit.c), one thread, no Python.",
+    ])
     benchmark.publish(table, args.markdown)
 
 
