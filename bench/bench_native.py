@@ -115,6 +115,26 @@ def envpool_sps(num_envs: int, threads: int, agent_steps: int) -> float | None:
     return sps
 
 
+def python_share_us(repeats: int, calls: int = 20_000) -> tuple[list[float], list[float]]:
+    """send+recv of a 1-env CartPole at T=0 and a bare native call with the GIL released, in us."""
+    with make(CartPole, backend="Multithreading", num_envs=1, max_num_threads=0) as vecenv:
+        actions = benchmark.random_actions(vecenv)
+        vecenv.async_reset(0)
+        vecenv.recv()
+        batch, bare = [], []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            for i in range(calls):
+                vecenv.send(actions[i % 16])
+                vecenv.recv()
+            batch.append((time.perf_counter() - start) / calls * 1e6)
+            start = time.perf_counter()
+            for _ in range(calls):
+                _native.release_gil()
+            bare.append((time.perf_counter() - start) / calls * 1e6)
+    return batch, bare
+
+
 def fork_join_ns(threads: int, repeats: int) -> list[float]:
     return [_native.measure_fork_join_ns(threads, 200_000) for _ in range(repeats)]
 
@@ -181,6 +201,12 @@ def main() -> None:
     for t, samples in fj.items():
         rows.append([f"T={t}", f"{statistics.median(samples):.0f} ns", "",
                      ", ".join(f"{s:.0f}" for s in samples), "", ""])
+
+    batch, bare = python_share_us(args.repeats)
+    rows.append(["**Python's share: one batch step at T=0, 1 env (us)**", "", "", "", "", ""])
+    rows.append(["send+recv", f"{statistics.median(batch):.2f} us", "", ", ".join(f"{s:.2f}" for s in batch), "", ""])
+    rows.append(["bare native call, GIL released", f"{statistics.median(bare):.2f} us", "",
+                 ", ".join(f"{s:.2f}" for s in bare), "", ""])
 
     pool = []
     if (sps := envpool_sps(4096, 2, steps(4e6))) is not None:

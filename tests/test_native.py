@@ -404,3 +404,17 @@ def test_cache_line_and_pool_stats_are_exported():
         stats = vecenv.pool_stats()
     assert {"rounds", "chunks_by_caller", "chunks_by_workers", "steals", "active_limit"} <= set(stats)
     assert stats["rounds"] >= 2 and stats["chunks_by_caller"] >= 1
+
+
+def test_physical_core_count_follows_the_affinity_mask():
+    import shutil
+    import subprocess
+    import sys
+
+    assert 1 <= _native.physical_cores()
+    if shutil.which("taskset") is None:
+        pytest.skip("taskset is not installed")
+    result = subprocess.run(["taskset", "-c", "0", sys.executable, "-c",
+                             "from shoal import _native; print(_native.physical_cores())"],
+                            capture_output=True, text=True, timeout=60, check=True)
+    assert result.stdout.strip() == "1"

@@ -482,6 +482,9 @@ PYBIND11_MODULE(_native, m) {
         .def_property_readonly("closed", &Vector::closed);
 
     m.def(
+        "release_gil", [] { py::gil_scoped_release release; },
+        "Does nothing with the GIL released: the bare cost of a native call, the baseline of Python's share.");
+    m.def(
         "measure_fork_join_ns",
         [](unsigned num_threads, size_t rounds, const std::string& schedule) {
             shoal::PoolOptions options;

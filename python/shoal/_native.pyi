@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['ABI_VERSION', 'CACHE_LINE_BYTES', 'ENV_BASE_SIZE', 'EnvSpec', 'Vector', 'bundled_names', 'bundled_spec', 'env_seed', 'load_spec', 'measure_fork_join_ns', 'physical_cores']
+__all__: list[str] = ['ABI_VERSION', 'CACHE_LINE_BYTES', 'ENV_BASE_SIZE', 'EnvSpec', 'Vector', 'bundled_names', 'bundled_spec', 'env_seed', 'load_spec', 'measure_fork_join_ns', 'physical_cores', 'release_gil']
 class EnvSpec:
     """
     A native env type: sizes, spaces, parameters and callbacks.
@@ -89,6 +89,10 @@ def measure_fork_join_ns(num_threads: typing.SupportsInt | typing.SupportsIndex,
 def physical_cores() -> int:
     """
     Physical cores among the CPUs this process may use (affinity-aware; the one core count of shoal).
+    """
+def release_gil() -> None:
+    """
+    Does nothing with the GIL released: the bare cost of a native call, the baseline of Python's share.
     """
 ABI_VERSION: int = 2
 CACHE_LINE_BYTES: int = 64

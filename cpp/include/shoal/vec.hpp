@@ -9,11 +9,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
-#include <memory>
 #include <new>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
