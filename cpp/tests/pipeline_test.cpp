@@ -1,16 +1,39 @@
 // pipeline_test: buffers stepped by the Pipeline's driver thread (with pool workers helping) while
 // this thread "works" must match a vector stepped buffer by buffer in the same order, bit for bit;
-// destroying a pipeline with steps in flight must be clean. Exit 0 = pass.
+// destroying a pipeline with steps in flight must be clean; a fork()ed child gets an error for the
+// steps in flight at fork (not a hang), recovers after clear() and never joins the parent's driver.
+// Exit 0 = pass.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "shoal/errors.hpp"
 #include "shoal/pipeline.hpp"
 
 #include "bundled_envs.h"
 #include "test_support.hpp"
+
+#if defined(__SANITIZE_THREAD__)
+#define SHOAL_TEST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SHOAL_TEST_TSAN 1
+#endif
+#endif
+
+#if defined(SHOAL_TEST_TSAN)
+// The fork check starts threads in a child of a multi-threaded parent (see pool_stress.cpp).
+extern "C" const char* __tsan_default_options() {
+    return "die_after_fork=0";
+}
+#endif
 
 namespace {
 
@@ -78,6 +101,66 @@ void destroy_in_flight(unsigned pool_threads) {
     }
 }
 
+/// What the child of fork_with_steps_in_flight() does; returns its exit code.
+int forked_child(shoal::Pipeline& pipeline, size_t num_buffers, const std::vector<int32_t>& actions) {
+    alarm(60);  // alarms are not inherited; a stuck child must not hang the test
+    std::vector<std::string> messages;
+    const auto* raw = reinterpret_cast<const unsigned char*>(actions.data());
+    try {
+        pipeline.wait(0, messages);
+        std::fprintf(stderr, "FAIL: child: wait() for a step in flight at fork returned\n");
+        return 1;
+    } catch (const shoal::UsageError&) {
+    }
+    try {
+        pipeline.submit(0, raw);
+        std::fprintf(stderr, "FAIL: child: submit() accepted before clear()\n");
+        return 1;
+    } catch (const shoal::UsageError&) {
+    }
+    pipeline.clear();  // the vector's reset: the child's own driver steps from here on
+    for (int round = 0; round < 20; ++round) {
+        for (size_t b = 0; b < num_buffers; ++b) pipeline.submit(b, raw);
+        for (size_t b = 0; b < num_buffers; ++b) pipeline.wait(b, messages);
+    }
+    return 0;  // ~Pipeline joins only the child's own driver
+}
+
+/// fork() while every buffer's step is in flight (slow envs); the child must neither hang nor join
+/// the parent's driver; the parent's steps complete.
+void fork_with_steps_in_flight() {
+    const shoal_env_spec& spec = *shoal_env_spec_deep();
+    const size_t num_envs = 8, num_buffers = 2;
+    Storage storage(spec, num_envs);
+    std::vector<double> params(num_envs * size_t(spec.num_params), 2'000'000);  // ~4 ms per env step
+    shoal::NativeVec vec(spec, num_envs, params.data(), spec.max_episode_steps, storage.buffers());
+    shoal::WorkerPool pool(1);
+    vec.reset_range(0, num_envs, 1);
+    shoal::Pipeline pipeline(vec, pool, num_buffers, storage.actions.data(), 4);
+    std::vector<int32_t> actions(num_envs / num_buffers, 0);
+    for (size_t b = 0; b < num_buffers; ++b) pipeline.submit(b, reinterpret_cast<const unsigned char*>(actions.data()));
+    std::fflush(stdout);
+    std::fflush(stderr);
+    const pid_t child = fork();
+    if (child == 0) _exit(forked_child(pipeline, num_buffers, actions));
+    check(child > 0, "fork failed");
+    if (child <= 0) return;
+    std::vector<std::string> messages;
+    for (size_t b = 0; b < num_buffers; ++b) pipeline.wait(b, messages);
+    int status = 0;
+    pid_t waited = 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+    while ((waited = waitpid(child, &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() < deadline)
+        usleep(1000);
+    if (waited == 0) {
+        kill(child, SIGKILL);
+        waited = waitpid(child, &status, 0);
+        check(false, "fork: child did not finish in time (killed)");
+    }
+    check(waited == child && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+          "fork: child did not exit 0 (status " + std::to_string(status) + ")");
+}
+
 }  // namespace
 
 int main() {
@@ -88,6 +171,7 @@ int main() {
         }
         destroy_in_flight(threads);
     }
+    fork_with_steps_in_flight();
     std::printf("pipeline_test: %s\n", failures ? "FAILED" : "ok");
     return failures ? 1 : 0;
 }
