@@ -77,8 +77,7 @@ SHOAL_EXTERN_C SHOAL_VISIBLE double shoal_limit_sps(size_t num_envs, uint64_t st
     const size_t action_bytes = (size_t)spec->action_dims * 4;
     const size_t stride = (spec->env_size + spec->env_align - 1) / spec->env_align * spec->env_align;
 
-    unsigned char* envs =
-        aligned_alloc(spec->env_align < 64 ? 64 : spec->env_align, (stride * num_envs + 63) / 64 * 64);
+    unsigned char* envs = aligned_alloc(spec->env_align, stride * num_envs); /* packed: no padding */
     unsigned char* observations = malloc(rows * observation_bytes);
     int32_t* actions = malloc(rows * action_bytes);
     int32_t* batches = malloc(SHOAL_LIMIT_BATCHES * rows * action_bytes);

@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <new>
 #include <string>
 #include <vector>
@@ -155,7 +157,8 @@ public:
           num_envs_(num_envs),
           max_episode_steps_(uint32_t(max_episode_steps)),
           tallies_(num_envs, size_t(spec.num_stats > 0 ? spec.num_stats : 0)),
-          errors_(num_envs * SHOAL_ERROR_CAPACITY, '\0') {
+          errors_(static_cast<char*>(std::calloc(std::max<size_t>(num_envs, 1), SHOAL_ERROR_CAPACITY)), &std::free) {
+        if (!errors_) throw std::bad_alloc();
         validate_spec(spec);
         observation_bytes_ = observation_size(spec) * dtype_size(spec.obs_dtype);
         if (num_envs == 0) throw UsageError("num_envs must be >= 1");
@@ -179,7 +182,7 @@ public:
             base->masks = buffers.masks + row;
             base->env_index = int64_t(i);
             base->num_agents = spec.num_agents;
-            base->error = &errors_[i * SHOAL_ERROR_CAPACITY];
+            base->error = errors_.get() + i * SHOAL_ERROR_CAPACITY;
             write_params(base, params ? params + i * size_t(spec.num_params) : nullptr);
         }
         final_observations_ = static_cast<unsigned char*>(buffers.final_observations);
@@ -297,7 +300,8 @@ private:
     unsigned char* final_observations_ = nullptr;
     size_t initialized_ = 0;
     EpisodeTallies tallies_;
-    std::vector<char> errors_;
+    // Error messages, calloc'ed: pages of zeros cost no memory until an env reports an error.
+    std::unique_ptr<char, void (*)(void*)> errors_;
     std::atomic<bool> any_failed_{false};
 };
 
