@@ -135,6 +135,34 @@ def python_share_us(repeats: int, calls: int = 20_000) -> tuple[list[float], lis
     return batch, bare
 
 
+def cpu_time_ratios(cases: dict, repeats: int, batches: int = 200) -> dict:
+    """T=0 against the limit in this thread's CPU time: the ratio without the time other processes
+    take from this CPU (a shared machine). cases: title -> (limit library, env class, num_envs)."""
+    ratios = {title: [] for title in cases}
+    vecs = {title: make(env, backend="Multithreading", num_envs=n, max_num_threads=0)
+            for title, (_, env, n) in cases.items()}
+    try:
+        actions = {title: benchmark.random_actions(vecenv) for title, vecenv in vecs.items()}
+        for vecenv in vecs.values():
+            vecenv.async_reset(0)
+            vecenv.recv()
+        for _ in range(repeats):
+            for title, (library, _, n) in cases.items():
+                vecenv, batch = vecs[title], actions[title]
+                start = time.thread_time()
+                library.shoal_limit_sps(n, batches)
+                limit = time.thread_time() - start
+                start = time.thread_time()
+                for i in range(batches):
+                    vecenv.send(batch[i % 16])
+                    vecenv.recv()
+                ratios[title].append(limit / (time.thread_time() - start))
+    finally:
+        for vecenv in vecs.values():
+            vecenv.close()
+    return ratios
+
+
 def fork_join_ns(threads: int, repeats: int) -> list[float]:
     return [_native.measure_fork_join_ns(threads, 200_000) for _ in range(repeats)]
 
@@ -148,6 +176,7 @@ def main() -> None:
     steps = lambda n: int(n * args.scale)  # noqa: E731
 
     RandomWalk = template_env()
+    template_title = "template env (examples/custom_env random_walk, built as a third-party env), 4096 envs"
     threads = (0, 2, "default")
     limit_groups = {
         "cartpole, 4096 envs": [limit_case("cartpole 4096", "cartpole", 4096, steps(40e6))]
@@ -156,9 +185,8 @@ def main() -> None:
         + [native_case("cartpole 1024", CartPole, 1024, t, steps(20e6)) for t in threads],
         "squared, 4096 envs": [limit_case("squared 4096", "squared", 4096, steps(40e6))]
         + [native_case("squared 4096", Squared, 4096, t, steps(40e6)) for t in threads],
-        "template env (examples/custom_env random_walk, built as a third-party env), 4096 envs":
-            [limit_case("random_walk 4096", "random_walk", 4096, steps(40e6))]
-            + [native_case("random_walk 4096", RandomWalk, 4096, t, steps(40e6)) for t in threads],
+        template_title: [limit_case("random_walk 4096", "random_walk", 4096, steps(40e6))]
+        + [native_case("random_walk 4096", RandomWalk, 4096, t, steps(40e6)) for t in threads],
     }
     groups = {
         "deep (work=20000, ~40 us/step), 64 envs": [native_case("deep 64", Deep, 64, t, steps(64e3)) for t in threads],
@@ -201,6 +229,16 @@ def main() -> None:
     for t, samples in fj.items():
         rows.append([f"T={t}", f"{statistics.median(samples):.0f} ns", "",
                      ", ".join(f"{s:.0f}" for s in samples), "", ""])
+
+    cpu = cpu_time_ratios({"cartpole 4096": (limit_groups["cartpole, 4096 envs"][0].library, CartPole, 4096),
+                           "squared 4096": (limit_groups["squared, 4096 envs"][0].library, Squared, 4096),
+                           "random_walk 4096": (limit_groups[template_title][0].library, RandomWalk, 4096)},
+                          args.repeats)
+    rows.append(["**T=0 vs limit in thread CPU time (what other processes take from the CPU left out)**",
+                 "", "", "", "", ""])
+    for title, samples in cpu.items():
+        rows.append([f"{title} T=0", "", "", ", ".join(f"{s:.3f}" for s in samples), "",
+                     f"{statistics.median(samples):.2f}x"])
 
     batch, bare = python_share_us(args.repeats)
     rows.append(["**Python's share: one batch step at T=0, 1 env (us)**", "", "", "", "", ""])
