@@ -178,11 +178,13 @@ static inline SHOAL_UNUSED void shoal_env_fail(shoal_env* env, const char* forma
 
 /* ---- rand() drop-in ---------------------------------------------------------------------- */
 
-/* The rng of the env whose callback runs on this thread; set by the callback trampolines. */
+/* The rng of the env whose callback runs on this thread; set by the callback trampolines of a file
+ * that defines SHOAL_REPLACE_RAND (other files pay no thread-local store per env). */
 static SHOAL_THREAD_LOCAL shoal_rng* shoal__current_rng SHOAL_UNUSED;
 static SHOAL_THREAD_LOCAL shoal_rng shoal__orphan_rng SHOAL_UNUSED;
 
-/** Like rand(): uniform in [0, 2^31 - 1], drawn from the current env's stream. */
+/** Like rand(): uniform in [0, 2^31 - 1], drawn from the current env's stream (in a file that
+ * defines SHOAL_REPLACE_RAND before including this header). */
 static inline SHOAL_UNUSED int shoal_rand(void) {
     shoal_rng* rng = shoal__current_rng ? shoal__current_rng : &shoal__orphan_rng;
     return (int)(shoal_rng_next(rng) >> 1);
@@ -194,6 +196,10 @@ static inline SHOAL_UNUSED int shoal_rand(void) {
 #define rand() shoal_rand()
 /* Seeding belongs to the core (seed, env index); srand() calls in env code have no effect. */
 #define srand(seed) ((void)(seed))
+/* Makes `env` the one whose stream rand() draws from on this thread. */
+#define SHOAL__ROUTE_RAND(env) (shoal__current_rng = &((shoal_env*)(env))->rng)
+#else
+#define SHOAL__ROUTE_RAND(env) ((void)(env))
 #endif
 
 /* ---- the step loop around the callbacks -------------------------------------------------- */
@@ -296,15 +302,15 @@ static inline SHOAL_UNUSED uint64_t shoal_step_envs(shoal_range* range, int (*st
  * env's own step loop, shoal_step_envs() with both inlined. */
 #define SHOAL_ENV_CALLBACKS(NAME, TYPE, INIT, RESET, STEP)                          \
     static int shoal__##NAME##_init(void* env) {                                    \
-        shoal__current_rng = &((shoal_env*)env)->rng;                               \
+        SHOAL__ROUTE_RAND(env);                                                     \
         return INIT((TYPE*)env);                                                    \
     }                                                                               \
     static void shoal__##NAME##_reset(void* env) {                                  \
-        shoal__current_rng = &((shoal_env*)env)->rng;                               \
+        SHOAL__ROUTE_RAND(env);                                                     \
         RESET((TYPE*)env);                                                          \
     }                                                                               \
     static int shoal__##NAME##_step(void* env) {                                    \
-        shoal__current_rng = &((shoal_env*)env)->rng;                               \
+        SHOAL__ROUTE_RAND(env);                                                     \
         return STEP((TYPE*)env);                                                    \
     }                                                                               \
     static SHOAL_FLATTEN uint64_t shoal__##NAME##_step_range(shoal_range* range) {  \
