@@ -3,11 +3,8 @@
 // destroying a pipeline with steps in flight must be clean; a fork()ed child gets an error for the
 // steps in flight at fork (not a hang), recovers after clear() and never joins the parent's driver.
 // Exit 0 = pass.
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -19,21 +16,6 @@
 
 #include "bundled_envs.h"
 #include "test_support.hpp"
-
-#if defined(__SANITIZE_THREAD__)
-#define SHOAL_TEST_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define SHOAL_TEST_TSAN 1
-#endif
-#endif
-
-#if defined(SHOAL_TEST_TSAN)
-// The fork check starts threads in a child of a multi-threaded parent (see pool_stress.cpp).
-extern "C" const char* __tsan_default_options() {
-    return "die_after_fork=0";
-}
-#endif
 
 namespace {
 
@@ -147,18 +129,8 @@ void fork_with_steps_in_flight() {
     if (child <= 0) return;
     std::vector<std::string> messages;
     for (size_t b = 0; b < num_buffers; ++b) pipeline.wait(b, messages);
-    int status = 0;
-    pid_t waited = 0;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
-    while ((waited = waitpid(child, &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() < deadline)
-        usleep(1000);
-    if (waited == 0) {
-        kill(child, SIGKILL);
-        waited = waitpid(child, &status, 0);
-        check(false, "fork: child did not finish in time (killed)");
-    }
-    check(waited == child && WIFEXITED(status) && WEXITSTATUS(status) == 0,
-          "fork: child did not exit 0 (status " + std::to_string(status) + ")");
+    const std::string problem = shoal_test::reap_child(child, 90);
+    check(problem.empty(), "fork: " + problem);
 }
 
 }  // namespace

@@ -23,23 +23,7 @@
 #include <vector>
 
 #include "shoal/pool.hpp"
-
-#if defined(__SANITIZE_THREAD__)
-#define SHOAL_TEST_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define SHOAL_TEST_TSAN 1
-#endif
-#endif
-
-#if defined(SHOAL_TEST_TSAN)
-// The fork check starts threads in a child of a multi-threaded parent, which TSan refuses by
-// default (die_after_fork=1) because it cannot vouch for locks held at fork time. The pool takes
-// no locks, so let the child run.
-extern "C" const char* __tsan_default_options() {
-    return "die_after_fork=0";
-}
-#endif
+#include "test_support.hpp"
 
 namespace {
 
@@ -407,19 +391,8 @@ void check_fork() {
     check(child > 0, "fork failed");
     if (child <= 0) return;
     for (int r = 0; r < 300; ++r) checked_round(pool, ledger, 1 + r * 3 % 2000, "parent after fork");
-    int status = 0;
-    pid_t waited = 0;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kWatchdogSeconds / 2 + 5);
-    while ((waited = waitpid(child, &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() < deadline) {
-        usleep(1000);
-    }
-    if (waited == 0) {
-        kill(child, SIGKILL);
-        waited = waitpid(child, &status, 0);
-        check(false, "fork: child did not finish in time (killed)");
-    }
-    check(waited == child && WIFEXITED(status) && WEXITSTATUS(status) == 0,
-          "fork: child did not exit 0 (status " + std::to_string(status) + ")");
+    const std::string problem = shoal_test::reap_child(child, kWatchdogSeconds / 2 + 5);
+    check(problem.empty(), "fork: " + problem);
     for (int r = 0; r < 100; ++r) checked_round(pool, ledger, 1 + r * 3 % 2000, "parent after wait");
 }
 

@@ -1,5 +1,12 @@
-// cpp/tests/test_support.hpp — what the native tests share: failure counting and owned buffers.
+// cpp/tests/test_support.hpp — what the native tests share: failure counting, owned buffers and
+// reaping a fork()ed child (with TSan allowed to run threads in it).
 #pragma once
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
 
 #include <cstdint>
 #include <cstdio>
@@ -9,7 +16,42 @@
 
 #include "shoal/vec.hpp"
 
+#if defined(__SANITIZE_THREAD__)
+#define SHOAL_TEST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SHOAL_TEST_TSAN 1
+#endif
+#endif
+
+#if defined(SHOAL_TEST_TSAN)
+// The fork checks start threads in a child of a multi-threaded parent, which TSan refuses by
+// default (die_after_fork=1) because it cannot vouch for locks held at fork time. The pool and the
+// pipeline take no locks, so let the child run.
+extern "C" const char* __tsan_default_options() {
+    return "die_after_fork=0";
+}
+#endif
+
 namespace shoal_test {
+
+/// Waits up to `seconds` for a fork()ed child, killing it after that; "" if it exited with 0, else
+/// what happened instead.
+inline std::string reap_child(pid_t child, int seconds) {
+    int status = 0;
+    pid_t waited = 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+    while ((waited = waitpid(child, &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() < deadline)
+        usleep(1000);
+    if (waited == 0) {
+        kill(child, SIGKILL);
+        waitpid(child, &status, 0);
+        return "child did not finish in time (killed)";
+    }
+    if (waited != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        return "child did not exit 0 (status " + std::to_string(status) + ")";
+    return "";
+}
 
 /// Failures recorded by check(); a test's main returns non-zero if any.
 inline int failures = 0;
