@@ -43,9 +43,9 @@ static void shoal_limit_write_params(const shoal_env_spec* spec, unsigned char* 
     }
 }
 
-/* Steps of one env per step of the vector: the bare loop over every env. */
-static void shoal_limit_step_all(unsigned char* envs, size_t stride, size_t num_envs, size_t agents,
-                                 uint32_t max_episode_steps) {
+/* One step of every env: the bare loop, with the env's callbacks inlined like shoal's own loop. */
+static SHOAL_FLATTEN void shoal_limit_step_all(unsigned char* envs, size_t stride, size_t num_envs, size_t agents,
+                                               uint32_t max_episode_steps) {
     for (size_t i = 0; i < num_envs; ++i) {
         shoal_env* env = (shoal_env*)(envs + i * stride);
         for (size_t a = 0; a < agents; ++a) {
