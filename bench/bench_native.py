@@ -36,8 +36,11 @@ BUILD = ROOT / "build" / "bench-native"
 
 
 def cmake_build(source: Path, build: Path, *options: str, targets: tuple = ()) -> None:
-    subprocess.run(["cmake", "-S", str(source), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release", *options],
-                   check=True, capture_output=True)
+    subprocess.run(
+        ["cmake", "-S", str(source), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release", *options],
+        check=True,
+        capture_output=True,
+    )
     command = ["cmake", "--build", str(build), "-j2"] + [arg for t in targets for arg in ("--target", t)]
     subprocess.run(command, check=True, capture_output=True)
 
@@ -84,14 +87,14 @@ def run_interleaved(cases: list, repeats: int) -> None:
             if isinstance(case, LimitCase):
                 print(f"  repeat {r + 1}/{repeats}  {case.name:<48} {case.measure():>14,.0f} SPS")
             else:
-                benchmark.run_cases([case], 1, log=lambda line, r=r: print(line.replace("repeat 1/1",
-                                                                                          f"repeat {r + 1}/{repeats}")))
+                benchmark.run_cases(
+                    [case], 1, log=lambda line, r=r: print(line.replace("repeat 1/1", f"repeat {r + 1}/{repeats}"))
+                )
 
 
 def native_case(name, env, num_envs, threads, agent_steps, pause_us=0.0, exclude_pause=False, **kwargs):
     options = {} if threads == "default" else {"max_num_threads": threads}
-    build = functools.partial(make, env, backend="Multithreading", num_envs=num_envs, env_kwargs=kwargs,
-                              **options)
+    build = functools.partial(make, env, backend="Multithreading", num_envs=num_envs, env_kwargs=kwargs, **options)
     return Case(f"{name} T={threads}", build, agent_steps, pause_us=pause_us, exclude_pause=exclude_pause)
 
 
@@ -100,8 +103,9 @@ def envpool_sps(num_envs: int, threads: int, agent_steps: int) -> float | None:
         import envpool
     except ImportError:
         return None
-    env = envpool.make("CartPole-v1", env_type="gymnasium", num_envs=num_envs, batch_size=num_envs,
-                       num_threads=threads, seed=0)
+    env = envpool.make(
+        "CartPole-v1", env_type="gymnasium", num_envs=num_envs, batch_size=num_envs, num_threads=threads, seed=0
+    )
     env.reset()
     actions = np.random.default_rng(0).integers(0, 2, size=(16, num_envs), dtype=np.int32)
     for i in range(20):
@@ -139,8 +143,10 @@ def cpu_time_ratios(cases: dict, repeats: int, batches: int = 200) -> dict:
     """T=0 against the limit in this thread's CPU time: the ratio without the time other processes
     take from this CPU (a shared machine). cases: title -> (limit library, env class, num_envs)."""
     ratios = {title: [] for title in cases}
-    vecs = {title: make(env, backend="Multithreading", num_envs=n, max_num_threads=0)
-            for title, (_, env, n) in cases.items()}
+    vecs = {
+        title: make(env, backend="Multithreading", num_envs=n, max_num_threads=0)
+        for title, (_, env, n) in cases.items()
+    }
     try:
         actions = {title: benchmark.random_actions(vecenv) for title, vecenv in vecs.items()}
         for vecenv in vecs.values():
@@ -191,23 +197,30 @@ def main() -> None:
     groups = {
         "deep (work=20000, ~40 us/step), 64 envs": [native_case("deep 64", Deep, 64, t, steps(64e3)) for t in threads],
         "cartpole 4096, 100 us caller work between steps: env stepping (send+recv) only": [
-            native_case("cartpole 4096 +100us, stepping", CartPole, 4096, t, steps(20e6), pause_us=100,
-                        exclude_pause=True) for t in threads],
+            native_case(
+                "cartpole 4096 +100us, stepping", CartPole, 4096, t, steps(20e6), pause_us=100, exclude_pause=True
+            )
+            for t in threads
+        ],
         "cartpole 4096, 100 us caller work between steps: end to end (bounded by Amdahl)": [
             native_case("cartpole 4096 +100us, end to end", CartPole, 4096, t, steps(20e6), pause_us=100)
-            for t in threads],
+            for t in threads
+        ],
     }
-    info = benchmark.system_info({"what is timed": "send+recv per batch, actions generated in advance, "
-                                  "after reset and 20 warm-up steps; no policy unless stated",
-                                  "repeats": args.repeats, "threads T": "incl. the caller; T=0 = no pool",
-                                  "limit": "the env's callbacks in a bare C loop (bench/native/limit.c), "
-                                  "same sources and flags, one thread"})
+    info = benchmark.system_info(
+        {
+            "what is timed": "send+recv per batch, actions generated in advance, "
+            "after reset and 20 warm-up steps; no policy unless stated",
+            "repeats": args.repeats,
+            "threads T": "incl. the caller; T=0 = no pool",
+            "limit": "the env's callbacks in a bare C loop (bench/native/limit.c), same sources and flags, one thread",
+        }
+    )
     print("\n".join(f"{k}: {v}" for k, v in info.items()))
     for title, cases in {**limit_groups, **groups}.items():
         print(title)
         run_interleaved(cases, args.repeats)
-    competition = [native_case("cartpole 4096 (competing process)", CartPole, 4096, t, steps(20e6))
-                   for t in threads]
+    competition = [native_case("cartpole 4096 (competing process)", CartPole, 4096, t, steps(20e6)) for t in threads]
     print("under one competing CPU-bound process")
     with benchmark.competing_process():
         run_interleaved(competition, args.repeats)
@@ -227,43 +240,72 @@ def main() -> None:
     fj = {t: fork_join_ns(t, args.repeats) for t in (1, 2)}
     rows.append(["**fork-join round, trivial body (ns)**", "", "", "", "", ""])
     for t, samples in fj.items():
-        rows.append([f"T={t}", f"{statistics.median(samples):.0f} ns", "",
-                     ", ".join(f"{s:.0f}" for s in samples), "", ""])
+        rows.append(
+            [f"T={t}", f"{statistics.median(samples):.0f} ns", "", ", ".join(f"{s:.0f}" for s in samples), "", ""]
+        )
 
-    cpu = cpu_time_ratios({"cartpole 4096": (limit_groups["cartpole, 4096 envs"][0].library, CartPole, 4096),
-                           "squared 4096": (limit_groups["squared, 4096 envs"][0].library, Squared, 4096),
-                           "random_walk 4096": (limit_groups[template_title][0].library, RandomWalk, 4096)},
-                          args.repeats)
-    rows.append(["**T=0 vs limit in thread CPU time (what other processes take from the CPU left out)**",
-                 "", "", "", "", ""])
+    cpu = cpu_time_ratios(
+        {
+            "cartpole 4096": (limit_groups["cartpole, 4096 envs"][0].library, CartPole, 4096),
+            "squared 4096": (limit_groups["squared, 4096 envs"][0].library, Squared, 4096),
+            "random_walk 4096": (limit_groups[template_title][0].library, RandomWalk, 4096),
+        },
+        args.repeats,
+    )
+    rows.append(
+        ["**T=0 vs limit in thread CPU time (what other processes take from the CPU left out)**", "", "", "", "", ""]
+    )
     for title, samples in cpu.items():
-        rows.append([f"{title} T=0", "", "", ", ".join(f"{s:.3f}" for s in samples), "",
-                     f"{statistics.median(samples):.2f}x"])
+        rows.append(
+            [f"{title} T=0", "", "", ", ".join(f"{s:.3f}" for s in samples), "", f"{statistics.median(samples):.2f}x"]
+        )
 
     batch, bare = python_share_us(args.repeats)
     rows.append(["**Python's share: one batch step at T=0, 1 env (us)**", "", "", "", "", ""])
     rows.append(["send+recv", f"{statistics.median(batch):.2f} us", "", ", ".join(f"{s:.2f}" for s in batch), "", ""])
-    rows.append(["bare native call, GIL released", f"{statistics.median(bare):.2f} us", "",
-                 ", ".join(f"{s:.2f}" for s in bare), "", ""])
+    rows.append(
+        [
+            "bare native call, GIL released",
+            f"{statistics.median(bare):.2f} us",
+            "",
+            ", ".join(f"{s:.2f}" for s in bare),
+            "",
+            "",
+        ]
+    )
 
     pool = []
     if (sps := envpool_sps(4096, 2, steps(4e6))) is not None:
         import envpool
+
         pool = [envpool_sps(4096, 2, steps(4e6)) for _ in range(args.repeats - 1)] + [sps]
         shoal_default = limit_groups["cartpole, 4096 envs"][3].median
         rows.append([f"**EnvPool {envpool.__version__} CartPole-v1 sync, 4096 envs, 2 threads**", "", "", "", "", ""])
-        rows.append(["EnvPool", f"{statistics.median(pool):,.0f}", "",
-                     ", ".join(f"{s / 1e6:.3f}M" for s in pool),
-                     f"shoal default = {shoal_default / statistics.median(pool):.1f}x EnvPool", ""])
+        rows.append(
+            [
+                "EnvPool",
+                f"{statistics.median(pool):,.0f}",
+                "",
+                ", ".join(f"{s / 1e6:.3f}M" for s in pool),
+                f"shoal default = {shoal_default / statistics.median(pool):.1f}x EnvPool",
+                "",
+            ]
+        )
     else:
         rows.append(["EnvPool", "not installed (pip install envpool)", "", "", "", ""])
 
-    table = benchmark.format_markdown("Native envs, Multithreading backend", info, rows, headers, [
-        "T = threads stepping envs including the caller (max_num_threads); default = physical cores.",
-        "spread = (max - min) / median over the repeats; ratios are medians over the T=0 (or limit) median of "
-        "the same group, measured interleaved in the same run.",
-        "limit = the env's own callbacks in a bare C loop (bench/native/limit.c), one thread, no Python.",
-    ])
+    table = benchmark.format_markdown(
+        "Native envs, Multithreading backend",
+        info,
+        rows,
+        headers,
+        [
+            "T = threads stepping envs including the caller (max_num_threads); default = physical cores.",
+            "spread = (max - min) / median over the repeats; ratios are medians over the T=0 (or limit) median of "
+            "the same group, measured interleaved in the same run.",
+            "limit = the env's own callbacks in a bare C loop (bench/native/limit.c), one thread, no Python.",
+        ],
+    )
     benchmark.publish(table, args.markdown)
 
 

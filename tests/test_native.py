@@ -104,6 +104,7 @@ def cartpole_state(env, i):
 
 def test_cartpole_dynamics_match_gymnasium():
     import gymnasium
+
     reference = gymnasium.make("CartPole-v1", disable_env_checker=True).unwrapped
     reference.reset(seed=0)
     with CartPole(num_envs=1, max_episode_steps=0) as env:
@@ -149,7 +150,6 @@ def test_grid_dead_agents_are_masked():
         actions = action_batches(env, 300, seed=2)
         for t in range(300):
             env.step(actions[t])
-            ended = env.truncations
             dead = ~env.masks
             # A dead agent earns nothing and sees zeros until its env resets.
             assert np.all(env.rewards[dead] == 0)
@@ -181,13 +181,16 @@ def test_per_env_parameters_reach_each_env():
         assert np.count_nonzero(codes_b == 2) > np.count_nonzero(codes_a == 2)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"work": -1}, "outside"),
-    ({"work": 1.5}, "integer"),
-    ({"work": "x"}, "number"),
-    ({"wrok": 3}, "unknown parameter"),
-    ({"max_episode_steps": -2}, "max_episode_steps"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"work": -1}, "outside"),
+        ({"work": 1.5}, "integer"),
+        ({"work": "x"}, "number"),
+        ({"wrok": 3}, "unknown parameter"),
+        ({"max_episode_steps": -2}, "max_episode_steps"),
+    ],
+)
 def test_bad_parameters_are_rejected(kwargs, match):
     with pytest.raises(APIUsageError, match=match):
         Deep(num_envs=2, **kwargs)
@@ -195,6 +198,7 @@ def test_bad_parameters_are_rejected(kwargs, match):
 
 def test_multithreading_rejects_python_creators():
     import gymnasium
+
     with pytest.raises(APIUsageError, match="Serial.*Multiprocessing"):
         make(lambda: gymnasium.make("CartPole-v1"), backend="Multithreading", num_envs=2)
 
@@ -221,6 +225,7 @@ def test_default_thread_count_is_capped_by_envs():
 
 def test_spec_pickles_for_spawned_processes():
     import pickle
+
     spec = pickle.loads(pickle.dumps(CartPole.spec))
     assert spec.describe() == CartPole.spec.describe()
     assert pickle.loads(pickle.dumps(CartPole)) is CartPole
@@ -248,7 +253,7 @@ def run_in_forked_child(scenario) -> tuple[int, str]:
         code, report = 0, "ok"
         try:
             report = scenario() or "ok"
-        except BaseException:  # noqa: BLE001 - everything must reach the parent
+        except BaseException:  # everything must reach the parent
             code, report = 1, traceback.format_exc()
         os.write(write_end, report.encode()[-4000:])
         os.close(write_end)
@@ -339,12 +344,21 @@ def raw_vector(spec, num_envs, num_buffers=1, **overrides):
     info = spec.describe()
     rows = num_envs * info["num_agents"]
     obs = np.zeros((rows, *info["obs_shape"]), dtype=info["obs_dtype"])
-    args = dict(spec=spec, num_envs=num_envs, params=np.zeros((num_envs, len(info["params"]))),
-                max_episode_steps=info["max_episode_steps"], observations=obs, final_observations=obs.copy(),
-                actions=np.zeros((rows, info["action_dims"]), dtype=np.int32),
-                rewards=np.zeros(rows, dtype=np.float32), terminals=np.zeros(rows, dtype=bool),
-                truncations=np.zeros(rows, dtype=bool), masks=np.ones(rows, dtype=bool), num_threads=2,
-                num_buffers=num_buffers)
+    args = dict(
+        spec=spec,
+        num_envs=num_envs,
+        params=np.zeros((num_envs, len(info["params"]))),
+        max_episode_steps=info["max_episode_steps"],
+        observations=obs,
+        final_observations=obs.copy(),
+        actions=np.zeros((rows, info["action_dims"]), dtype=np.int32),
+        rewards=np.zeros(rows, dtype=np.float32),
+        terminals=np.zeros(rows, dtype=bool),
+        truncations=np.zeros(rows, dtype=bool),
+        masks=np.ones(rows, dtype=bool),
+        num_threads=2,
+        num_buffers=num_buffers,
+    )
     args.update(overrides)
     return _native.Vector(**args)
 
@@ -414,7 +428,11 @@ def test_physical_core_count_follows_the_affinity_mask():
     assert 1 <= _native.physical_cores()
     if shutil.which("taskset") is None:
         pytest.skip("taskset is not installed")
-    result = subprocess.run(["taskset", "-c", "0", sys.executable, "-c",
-                             "from shoal import _native; print(_native.physical_cores())"],
-                            capture_output=True, text=True, timeout=60, check=True)
+    result = subprocess.run(
+        ["taskset", "-c", "0", sys.executable, "-c", "from shoal import _native; print(_native.physical_cores())"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     assert result.stdout.strip() == "1"

@@ -1,7 +1,6 @@
 """The documented path for third-party native envs: build examples/custom_env with CMake against the
 installed shoal, load it, and use it with every backend."""
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,8 +21,11 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "custom_env"
 @pytest.fixture(scope="module")
 def library(tmp_path_factory):
     build = tmp_path_factory.mktemp("random_walk_build")
-    subprocess.run(["cmake", "-S", str(EXAMPLE), "-B", str(build), f"-Dshoal_DIR={shoal.get_cmake_dir()}"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        ["cmake", "-S", str(EXAMPLE), "-B", str(build), f"-Dshoal_DIR={shoal.get_cmake_dir()}"],
+        check=True,
+        capture_output=True,
+    )
     subprocess.run(["cmake", "--build", str(build)], check=True, capture_output=True)
     path = build / "random_walk.so"
     assert path.is_file()
@@ -43,11 +45,14 @@ def test_template_env_describes_itself(RandomWalk):
     assert RandomWalk(num_envs=3).single_observation_space.shape == (2,)
 
 
-@pytest.mark.parametrize("backend, options", [
-    ("Multithreading", {"max_num_threads": 2}),
-    ("Multithreading", {"max_num_threads": 3, "schedule": "dynamic"}),
-    ("Multiprocessing", {"num_workers": 2, "start_method": "spawn"}),
-])
+@pytest.mark.parametrize(
+    "backend, options",
+    [
+        ("Multithreading", {"max_num_threads": 2}),
+        ("Multithreading", {"max_num_threads": 3, "schedule": "dynamic"}),
+        ("Multiprocessing", {"num_workers": 2, "start_method": "spawn"}),
+    ],
+)
 def test_template_env_matches_serial_on_every_backend(RandomWalk, backend, options, time_limit):
     time_limit(120)
     with make(RandomWalk, backend="Serial", num_envs=8, env_kwargs={"size": 7}) as serial:
@@ -61,8 +66,9 @@ def test_rand_drop_in_is_per_env_and_thread_independent(RandomWalk):
     # The template's reset() uses rand(): starts must differ across envs but not across thread counts.
     starts = []
     for threads in (0, 2, 8):
-        with make(RandomWalk, backend="Multithreading", num_envs=64, max_num_threads=threads,
-                  env_kwargs={"size": 101}) as vecenv:
+        with make(
+            RandomWalk, backend="Multithreading", num_envs=64, max_num_threads=threads, env_kwargs={"size": 101}
+        ) as vecenv:
             obs, _ = vecenv.reset(9)
             starts.append(obs.copy())
     np.testing.assert_array_equal(starts[0], starts[1])
@@ -72,8 +78,7 @@ def test_rand_drop_in_is_per_env_and_thread_independent(RandomWalk):
 
 def test_env_error_surfaces_with_env_index(RandomWalk):
     params = [{"fail_after": 0}] * 5 + [{"fail_after": 3}] + [{"fail_after": 0}] * 2
-    with make([RandomWalk] * 8, env_kwargs=params, backend="Multithreading", num_envs=8,
-              max_num_threads=2) as vecenv:
+    with make([RandomWalk] * 8, env_kwargs=params, backend="Multithreading", num_envs=8, max_num_threads=2) as vecenv:
         vecenv.reset()
         actions = np.ones(8, dtype=np.int32)
         vecenv.step(actions)
@@ -95,8 +100,9 @@ def test_missing_library_and_symbol_are_clear(library, tmp_path):
 
 
 def test_example_script_runs(library):
-    result = subprocess.run([sys.executable, str(EXAMPLE / "run_random_walk.py"), str(library)],
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLE / "run_random_walk.py"), str(library)], capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr
     episodes = int(result.stdout.strip().rsplit(" ", 1)[1])
     assert episodes > 256
