@@ -9,11 +9,12 @@ from __future__ import annotations
 import numpy as np
 from gymnasium import spaces
 
+from ... import _native
 from ...buffers import Buffers
 
 #: bytes; every carved array starts on its own cache line, so workers writing neighbouring arrays
-#: do not share one
-ALIGNMENT = 64
+#: do not share one (the native core's one cache-line constant)
+ALIGNMENT = _native.CACHE_LINE_BYTES
 
 
 class Carver:
