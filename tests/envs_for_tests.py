@@ -10,6 +10,9 @@ the same actions give the same trajectory in every process and on every backend.
 
 from __future__ import annotations
 
+import functools
+import time
+
 import gymnasium
 import numpy as np
 from gymnasium import spaces
@@ -247,3 +250,144 @@ class DeathmatchParallelEnv(ParallelEnv):
 
 def make_pz_env(max_steps: int = 12, late_agent: bool = False) -> DeathmatchParallelEnv:
     return DeathmatchParallelEnv(max_steps=max_steps, late_agent=late_agent)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Gymnasium: slow and hanging steps (interrupts, deadlines, restarts)
+# ---------------------------------------------------------------------------------------------------
+
+SLOW_S = 1.0
+
+
+class CountingEnv(gymnasium.Env):
+    """Observation = [steps since reset, env id]. Action 1 makes the step sleep SLOW_S (a step the
+    caller can interrupt); action 0 steps at once. Episodes never end, so the count shows which step
+    a result belongs to."""
+
+    observation_space = spaces.Box(-1e9, 1e9, (2,), np.float32)
+    action_space = spaces.Discrete(2)
+
+    def __init__(self, env_id: int = 0):
+        self.env_id = env_id
+        self.t = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.array([0, self.env_id], np.float32), {}
+
+    def step(self, action):
+        if action == 1:
+            time.sleep(SLOW_S)
+        self.t += 1
+        return np.array([self.t, self.env_id], np.float32), 1.0, False, False, {}
+
+
+def counting_creators(n: int) -> list:
+    return [functools.partial(CountingEnv, i) for i in range(n)]
+
+
+class HangOnAction(gymnasium.Env):
+    """Observation = [steps since reset] * 2; action 1 makes the step hang (sleep far past any timeout)."""
+
+    observation_space = spaces.Box(-1e9, 1e9, (2,), np.float32)
+    action_space = spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        if action == 1:
+            time.sleep(60)
+        self.t += 1
+        return np.full(2, self.t, np.float32), 1.0, False, False, {}
+
+
+# ---------------------------------------------------------------------------------------------------
+# Gymnasium: malformed step outputs
+# ---------------------------------------------------------------------------------------------------
+
+# (output, bad value, what the EnvError says about it), in the order BadOutputs returns them.
+BAD_OUTPUTS = [
+    ("observation", np.zeros(1, np.float32), "an observation of shape (1,)"),
+    ("observation", np.zeros((1, 3), np.float32), "an observation of shape (1, 3)"),
+    ("observation", np.float32(0.5), "an observation of shape ()"),
+    ("observation", None, "None as the observation"),
+    ("observation", np.array(["a", "b", "c"]), "an observation of shape (3,) and dtype <U1"),
+    ("reward", "1.0", "reward '1.0' of type str"),
+    ("reward", None, "reward None of type NoneType"),
+    ("reward", np.ones(2), "reward array([1., 1.]) of type ndarray"),
+    ("terminated", "no", "terminated='no' of type str"),
+    ("terminated", np.array([False, True]), "terminated=array([False,  True]) of type ndarray"),
+    ("truncated", None, "truncated=None of type NoneType"),
+    ("truncated", 2, "truncated=2 of type int"),
+]
+
+
+class BadOutputs(gymnasium.Env):
+    """Box (3,) float32 observations. With ``bad=True`` every second call of step() returns the next
+    malformed output of BAD_OUTPUTS (cycling); other calls and ``bad=False`` envs are well formed."""
+
+    observation_space = spaces.Box(-1.0, 1.0, (3,), np.float32)
+    action_space = spaces.Discrete(2)
+
+    def __init__(self, bad: bool = False):
+        self.bad = bad
+        self.calls = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(3, np.float32), {}
+
+    def step(self, action):
+        self.calls += 1
+        outputs = {"observation": np.full(3, 0.5, np.float32), "reward": 1.0, "terminated": False, "truncated": False}
+        if self.bad and self.calls % 2 == 0:
+            name, value, _ = BAD_OUTPUTS[(self.calls // 2 - 1) % len(BAD_OUTPUTS)]
+            outputs[name] = value
+        return outputs["observation"], outputs["reward"], outputs["terminated"], outputs["truncated"], {}
+
+
+def bad_output_creators(n: int, bad_env: int) -> list:
+    return [functools.partial(BadOutputs, i == bad_env) for i in range(n)]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Gymnasium: close() that fails or hangs
+# ---------------------------------------------------------------------------------------------------
+
+HANG_IN_CLOSE_S = 5.0
+
+
+class CloseRecorder(gymnasium.Env):
+    """close() leaves a file ``closed-<env_id>-<pid>`` in ``directory``, then raises (``fail``) or sleeps
+    HANG_IN_CLOSE_S (``hang``)."""
+
+    observation_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
+    action_space = spaces.Discrete(2)
+
+    def __init__(self, env_id: int, directory: str, fail: bool = False, hang: bool = False):
+        self.env_id, self.directory, self.fail, self.hang = env_id, directory, fail, hang
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        return np.zeros(2, np.float32), 0.0, False, False, {}
+
+    def close(self):
+        import os
+
+        with open(os.path.join(self.directory, f"closed-{self.env_id}-{os.getpid()}"), "w"):
+            pass
+        if self.hang:
+            time.sleep(HANG_IN_CLOSE_S)
+        if self.fail:
+            raise RuntimeError(f"close of env {self.env_id} failed on purpose")
+
+
+def close_recorder_creators(n: int, directory, fail=(), hang=()) -> list:
+    return [functools.partial(CloseRecorder, i, str(directory), i in fail, i in hang) for i in range(n)]

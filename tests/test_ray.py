@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import gymnasium
@@ -22,6 +23,7 @@ ray = pytest.importorskip("ray")
 
 from shoal.envs import CartPole  # noqa: E402
 from shoal.errors import APIUsageError, EnvError, WorkerError  # noqa: E402
+from shoal.seeding import env_seed, restart_seed  # noqa: E402
 from shoal.vector import make  # noqa: E402
 
 from envs_for_tests import make_raise_on_init, make_raise_on_step  # noqa: E402
@@ -483,3 +485,120 @@ def test_create_step_close_cycles_leak_nothing(cluster, time_limit):
     threads, fds, shm = (a - b for a, b in zip(after, before))
     assert threads <= 3 and fds <= 3 and shm <= 0, f"threads/fds/shm grew: {before} -> {after}"
     assert process.memory_info().rss - rss_before < 64 * 2**20
+
+
+# ---------------------------------------------------------------------------------------------------
+# Issue 13: interrupts, deadlines and restarts
+# ---------------------------------------------------------------------------------------------------
+
+
+def test_interrupted_recv_refuses_until_reset_then_returns_fresh_steps():
+    from envs_for_tests import counting_creators
+
+    n = 4
+    slow, fast = np.ones(n, np.int32), np.zeros(n, np.int32)
+    with make(counting_creators(n), backend=RAY, num_envs=n, num_workers=2) as vecenv:
+        vecenv.reset()
+        vecenv.step(fast)
+        vecenv.send(slow)
+        timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+        timer.start()
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                vecenv.recv()
+        finally:
+            timer.cancel()
+        with pytest.raises(APIUsageError, match=r"interrupted.*reset\(\)"):
+            vecenv.step(fast)
+        observations, _ = vecenv.reset()
+        np.testing.assert_array_equal(observations[:, 0], 0)
+        for t in (1, 2):
+            np.testing.assert_array_equal(vecenv.step(fast)[0], [[t, i] for i in range(n)])
+
+
+def test_hung_env_raises_worker_error_within_the_deadline():
+    from envs_for_tests import HangOnAction
+
+    vecenv = make(HangOnAction, backend=RAY, num_envs=4, num_workers=2, timeout=1.0)
+    pids = vecenv.worker_pids
+    vecenv.reset()
+    actions = np.array([0, 0, 0, 1], np.int32)
+    started = time.monotonic()
+    with pytest.raises(WorkerError, match=r"actor 1 .*still busy 1\.\d\d s.*timeout=1 s.*envs 2..3"):
+        vecenv.step(actions)
+    assert time.monotonic() - started < 1.5
+    assert vecenv.closed
+    assert not wait_gone(pids)
+
+
+def test_killed_actor_is_replaced_under_restart():
+    seed = 5
+    with make(make_cartpole, backend=RAY, num_envs=4, num_workers=2, seed=seed, on_worker_failure="restart") as vecenv:
+        vecenv.reset()
+        reference = make(make_cartpole, backend="Serial", num_envs=4, seed=seed)
+        reference.reset()
+        actions = np.zeros(4, np.int32)
+        first = vecenv.step(actions)[0].copy()
+        np.testing.assert_array_equal(first, reference.step(actions)[0])
+        victim = vecenv.worker_pids[0]
+        os.kill(victim, signal.SIGKILL)
+        observations, rewards, terminals, truncations, infos = vecenv.step(actions)
+        expected = reference.step(actions)[0]
+        np.testing.assert_array_equal(observations[2:], expected[2:])  # worker 1 stepped on
+        for env in (0, 1):
+            reset, _ = gymnasium.make("CartPole-v1").reset(seed=env_seed(restart_seed(seed, 1), env))
+            np.testing.assert_array_equal(observations[env], reset)
+        np.testing.assert_array_equal(truncations, [True, True, False, False])
+        restarts = [info["worker_restart"] for info in infos if "worker_restart" in info]
+        assert [r["worker"] for r in restarts] == [0] and "died" in restarts[0]["reason"]
+        assert vecenv.worker_pids[0] != victim
+        vecenv.step(actions)
+        reference.close()
+    assert not wait_gone([victim])
+
+
+def test_malformed_step_outputs_are_env_errors_naming_env_and_worker():
+    """The same EnvError sentences as Serial and Multiprocessing (tests/test_reliability_faults.py)."""
+    from envs_for_tests import bad_output_creators
+    from fault_checks import check_bad_output_errors, step_until_bad_outputs
+
+    with make(bad_output_creators(4, bad_env=3), backend=RAY, num_envs=4, num_workers=2) as vecenv:
+        said = check_bad_output_errors(step_until_bad_outputs(vecenv), "env 3 (worker 1)")
+    with make(bad_output_creators(4, bad_env=3), backend="Serial", num_envs=4) as vecenv:
+        assert said == check_bad_output_errors(step_until_bad_outputs(vecenv), "env 3")
+
+
+def test_close_from_another_thread_while_recv_waits():
+    from envs_for_tests import counting_creators
+
+    vecenv = make(counting_creators(4), backend=RAY, num_envs=4, num_workers=2)
+    pids = vecenv.worker_pids
+    vecenv.reset()
+    vecenv.send(np.ones(4, np.int32))  # every actor sleeps
+    raised = []
+
+    def wait():
+        try:
+            vecenv.recv()
+        except BaseException as exc:  # noqa: B036 - the test reports whatever the thread got
+            raised.append(exc)
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    time.sleep(0.3)
+    vecenv.close()
+    waiter.join(10)
+    assert not waiter.is_alive()
+    assert len(raised) == 1 and type(raised[0]) is APIUsageError, raised
+    assert "closed (by another thread) while recv() waited" in str(raised[0])
+    assert not wait_gone(pids)
+
+
+def test_failing_env_close_is_listed_after_every_env_closed(tmp_path):
+    from envs_for_tests import close_recorder_creators
+
+    vecenv = make(close_recorder_creators(4, tmp_path, fail=(2,)), backend=RAY, num_envs=4, num_workers=2)
+    vecenv.reset()
+    with pytest.raises(EnvError, match=r"(?s)env close\(\) call\(s\) failed:\n.*  env 2: RuntimeError: close of env 2"):
+        vecenv.close()
+    assert {int(name.split("-")[1]) for name in os.listdir(tmp_path)} == {0, 1, 2, 3}

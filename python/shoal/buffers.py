@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 
 import numpy as np
+import psutil
 from gymnasium import spaces
 
 from .errors import APIUsageError
@@ -16,6 +17,21 @@ Allocator = Callable[[tuple, np.dtype], np.ndarray]
 
 def zeros(shape: tuple, dtype: np.dtype) -> np.ndarray:
     return np.zeros(shape, dtype=dtype)
+
+
+def out_of_memory(nbytes: int, num_envs: int, what: str) -> MemoryError:
+    """The MemoryError of an allocation that a huge num_envs made impossible, with the numbers."""
+    return MemoryError(
+        f"num_envs={num_envs:,} needs {nbytes:,} bytes ({nbytes / 2**30:,.1f} GiB) of {what}, "
+        "more than this machine could allocate; lower num_envs"
+    )
+
+
+def check_fits(nbytes: int, num_envs: int, what: str) -> None:
+    """Raises out_of_memory() before allocating more than the machine's physical memory: with memory
+    overcommit such an allocation succeeds and the out-of-memory killer ends the process later."""
+    if nbytes > psutil.virtual_memory().total:
+        raise out_of_memory(nbytes, num_envs, what)
 
 
 @dataclass
@@ -30,12 +46,33 @@ class Buffers:
     truncations: np.ndarray
     masks: np.ndarray
 
+    @staticmethod
+    def row_bytes(observation_space: spaces.Box, action_space: spaces.Space) -> int:
+        """Bytes of one row over every buffer."""
+        observation = int(np.prod(observation_space.shape, dtype=np.int64)) * np.dtype(observation_space.dtype).itemsize
+        action = (
+            int(np.prod(action_shape(action_space), dtype=np.int64)) * np.dtype(action_dtype(action_space)).itemsize
+        )
+        return 2 * observation + action + 4 + 3  # + reward (float32), terminal, truncation, mask
+
     @classmethod
     def allocate(
-        cls, observation_space: spaces.Box, action_space: spaces.Space, rows: int, allocator: Allocator = zeros
+        cls,
+        observation_space: spaces.Box,
+        action_space: spaces.Space,
+        rows: int,
+        allocator: Allocator = zeros,
+        envs: int | None = None,
     ) -> Buffers:
-        """Buffers of ``rows`` rows from ``allocator``, every mask True."""
-        buf = cls.from_allocator(observation_space, action_space, rows, allocator)
+        """Buffers of ``rows`` rows from ``allocator``, every mask True. ``envs`` (the envs those rows
+        belong to) is for the MemoryError of a size the machine cannot hold."""
+        nbytes = rows * cls.row_bytes(observation_space, action_space)
+        what, envs = f"buffers for {rows:,} agent rows", rows if envs is None else envs
+        check_fits(nbytes, envs, what)
+        try:
+            buf = cls.from_allocator(observation_space, action_space, rows, allocator)
+        except MemoryError:
+            raise out_of_memory(nbytes, envs, what) from None
         buf.masks[:] = True
         return buf
 

@@ -13,10 +13,18 @@ class CallOrder:
     def __init__(self, owner: str):
         self.owner = owner
         self.state = NEEDS_RESET
+        self.reason = ""  # why the vector needs a reset, when something other than a fresh start says so
 
     def reset(self) -> None:
         self._check_open("reset")
         self.state = READY_TO_RECV
+        self.reason = ""
+
+    def needs_reset(self, reason: str) -> None:
+        """Refuses send() and recv() until the next reset, naming ``reason`` in the error."""
+        if self.state != CLOSED:
+            self.state = NEEDS_RESET
+            self.reason = reason
 
     def check_send(self) -> None:
         """Raises unless send() is legal now; does not change the state (see sent())."""
@@ -30,7 +38,7 @@ class CallOrder:
     def send(self) -> None:
         self._check_open("send")
         if self.state == NEEDS_RESET:
-            raise APIUsageError(f"{self.owner}: call reset() or async_reset() before send()")
+            raise APIUsageError(f"{self.owner}: {self.reason}call reset() or async_reset() before send()")
         if self.state == READY_TO_RECV:
             raise APIUsageError(
                 f"{self.owner}: send() called twice; call recv() to collect the results of the previous send() first"
@@ -40,7 +48,7 @@ class CallOrder:
     def recv(self) -> None:
         self._check_open("recv")
         if self.state == NEEDS_RESET:
-            raise APIUsageError(f"{self.owner}: call reset() or async_reset() before recv()")
+            raise APIUsageError(f"{self.owner}: {self.reason}call reset() or async_reset() before recv()")
         if self.state == READY_TO_SEND:
             raise APIUsageError(f"{self.owner}: recv() called twice; call send(actions) between recv() calls")
         self.state = READY_TO_SEND

@@ -96,7 +96,7 @@ def run_steps(vecenv, agent_steps: int, warmup: int, progress: bool, seed: int =
 
 def cmd_run(args, overrides) -> int:
     config = load(args.config, overrides)
-    steps = args.steps or config.run.get("steps", 1_000_000)
+    steps = args.steps if args.steps is not None else config.run.get("steps", 1_000_000)
     warmup = config.run.get("warmup", 10)
     with make_from_config(config) as vecenv:
         desc = describe_vecenv(vecenv)
@@ -134,13 +134,24 @@ def cmd_envs(args, overrides) -> int:
     return 0
 
 
+def positive_int(text: str) -> int:
+    """argparse type of a count: an integer >= 1 (argparse turns the error into a usage message)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="shoal", description="Vectorized RL environments, fast.")
     parser.add_argument("--version", action="version", version=f"shoal {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="step the configured env under the configured backend, report SPS")
     run.add_argument("--config", help="config file (default: the embedded config.ini)")
-    run.add_argument("--steps", type=int, help="agent steps to time (default: [run] steps)")
+    run.add_argument("--steps", type=positive_int, help="agent steps to time (default: [run] steps)")
     run.set_defaults(func=cmd_run)
     envs = sub.add_parser("envs", help="list the bundled native envs with spaces and parameters")
     envs.set_defaults(func=cmd_envs)

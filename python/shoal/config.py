@@ -75,6 +75,18 @@ def _choice(*choices: str):
     return parse
 
 
+def _seconds(text: str):
+    if text.lower() == "none":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    if value is None or not value > 0 or value == float("inf"):
+        raise ValueError("a positive number of seconds or 'none'")
+    return value
+
+
 def _backend(text: str) -> str:
     try:
         return canonical_name(text)
@@ -96,6 +108,8 @@ VEC_KEYS = {
     "schedule": _choice(*SCHEDULES),
     "pin_threads": _bool,
     "ray_address": str,
+    "timeout": _seconds,
+    "on_worker_failure": _choice("raise", "restart"),
 }
 RUN_KEYS = {"steps": _int(1), "repeats": _int(1), "warmup": _int(0)}
 SECTIONS = ("env", "vec", "run")
@@ -135,15 +149,44 @@ def _error(path, section: str, key: str, allowed: str, got) -> ConfigError:
     return ConfigError(f"{path}: [{section}] {key} = {got!r} is invalid; expected {allowed}")
 
 
+# A config file is a few hundred bytes; anything far larger is not one (and is not read whole).
+MAX_CONFIG_BYTES = 1 << 20
+
+
+def _read_text(path: Path) -> str:
+    """The text of a config file, or a ConfigError that says what the path is instead."""
+    if not path.exists():
+        raise ConfigError(f"config file {path} does not exist")
+    if path.is_dir():
+        raise ConfigError(f"config file {path} is a directory; pass the path of a config .ini file")
+    if not path.is_file():
+        raise ConfigError(
+            f"config file {path} is not a regular file (a device, pipe or socket); pass the path of a config .ini file"
+        )
+    try:
+        with open(path, "rb") as file:
+            data = file.read(MAX_CONFIG_BYTES + 1)
+    except OSError as error:
+        raise ConfigError(f"config file {path} cannot be read: {error.strerror or error}") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"config file {path} is larger than {MAX_CONFIG_BYTES:,} bytes; it is not a config file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ConfigError(
+            f"config file {path} is not UTF-8 text (byte 0x{data[error.start]:02x} at offset "
+            f"{error.start}); is it a binary file?"
+        ) from None
+
+
 def load(path: str | Path | None = None, overrides: dict[str, str] | None = None) -> Config:
     """Reads and validates a config file; ``overrides`` maps "section.key" to a string value."""
     path = Path(path) if path is not None else DEFAULT_CONFIG
     parser = configparser.ConfigParser(inline_comment_prefixes=(";", "#"), interpolation=None)
     parser.optionxform = str  # keep parameter names' case
-    if not path.is_file():
-        raise ConfigError(f"config file {path} does not exist")
+    text = _read_text(path)
     try:
-        parser.read(path)
+        parser.read_string(text, source=str(path))
     except configparser.Error as error:
         raise ConfigError(f"{path}: cannot parse: {error}") from None
     for dotted, value in (overrides or {}).items():

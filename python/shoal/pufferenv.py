@@ -46,7 +46,11 @@ class PufferEnv:
         self.observation_space = joint_space(self.single_observation_space, self.num_agents)
         self.action_space = joint_space(self.single_action_space, self.num_agents)
         if buf is None:
-            buf = Buffers.allocate(self.single_observation_space, self.single_action_space, self.num_agents)
+            buf = Buffers.allocate(
+                self.single_observation_space, self.single_action_space, self.num_agents, envs=self.num_envs
+            )
+        elif not isinstance(buf, Buffers):
+            raise APIUsageError(f"buf must be a shoal.buffers.Buffers (or None), got {type(buf).__name__}")
         else:
             buf.check(self.single_observation_space, self.single_action_space, self.num_agents)
         self.buf = buf

@@ -42,3 +42,18 @@ def check_seed(seed, name: str = "seed") -> int:
     if seed < 0 or seed > MASK64:
         raise APIUsageError(f"{name} must be in [0, 2**64), got {seed}")
     return seed
+
+
+# Odd constant that separates the seeds of successive restarts (another SplitMix64-style gamma).
+RESTART_GAMMA = 0xD1B54A32D192ED03
+
+
+def restart_seed(seed: int, restarts: int) -> int:
+    """Vector seed with which the envs of a worker replaced for the ``restarts``-th time are reset.
+
+    Env ``i`` of that worker is then seeded with ``env_seed(restart_seed(seed, r), i)``: a function of
+    (seed, env index, restart count) only, so a run with the same faults repeats exactly.
+    """
+    if restarts == 0:
+        return seed
+    return mix64(seed + restarts * RESTART_GAMMA)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import inspect
+
 from .backends.registry import backend_names, backend_options, register_backend, resolve_backend
 from .backends.workers.layout import worker_layout
+from .buffers import check_fits, out_of_memory
 from .errors import APIUsageError
 from .pufferenv import PufferEnv
 from .seeding import check_seed
@@ -43,17 +46,38 @@ def _per_env_arguments(env_creator_or_creators, env_args, env_kwargs, num_envs: 
             )
         env_args = _per_env_list(env_args, num_envs, "env_args", (list, tuple), "lists or tuples")
         env_kwargs = _per_env_list(env_kwargs, num_envs, "env_kwargs", (dict,), "dicts")
-    else:
-        env_creators = [env_creator_or_creators] * num_envs
-        if not isinstance(env_args, (list, tuple)):
-            raise APIUsageError(f"env_args must be a list or tuple of arguments, got {env_args!r}")
-        if not isinstance(env_kwargs, dict):
-            raise APIUsageError(f"env_kwargs must be a dict, got {env_kwargs!r}")
-        env_args, env_kwargs = [env_args] * num_envs, [env_kwargs] * num_envs
-    for i, creator in enumerate(env_creators):
-        if not callable(creator):
-            raise APIUsageError(f"env creator {i} is not callable: {creator!r}")
-    return env_creators, [tuple(args) for args in env_args], env_kwargs
+        for i, creator in enumerate(env_creators):
+            if not callable(creator):
+                raise APIUsageError(f"env creator {i} is not callable: {creator!r}")
+        return env_creators, [tuple(args) for args in env_args], env_kwargs
+    if not callable(env_creator_or_creators):
+        raise APIUsageError(f"env creator 0 is not callable: {env_creator_or_creators!r}")
+    if not isinstance(env_args, (list, tuple)):
+        raise APIUsageError(f"env_args must be a list or tuple of arguments, got {env_args!r}")
+    if not isinstance(env_kwargs, dict):
+        raise APIUsageError(f"env_kwargs must be a dict, got {env_kwargs!r}")
+    # One entry per env, so a num_envs the machine cannot hold fails here, saying so.
+    what = "per-env lists of creators, args and kwargs"
+    check_fits(3 * 8 * num_envs, num_envs, what)
+    try:
+        return [env_creator_or_creators] * num_envs, [tuple(env_args)] * num_envs, [env_kwargs] * num_envs
+    except MemoryError:
+        raise out_of_memory(3 * 8 * num_envs, num_envs, what) from None
+
+
+def check_arguments(creator, args: tuple, kwargs: dict) -> None:
+    """APIUsageError if ``creator`` cannot take ``args`` and ``kwargs`` (unknown or missing parameters)."""
+    try:
+        signature = inspect.signature(creator)
+    except (TypeError, ValueError):
+        return  # builtins and extension types may not tell; calling them will
+    try:
+        signature.bind(*args, **kwargs)
+    except TypeError as error:
+        name = getattr(creator, "__name__", repr(creator))
+        raise APIUsageError(
+            f"env creator {name}{signature} cannot take env_args={list(args)} and env_kwargs={kwargs}: {error}"
+        ) from None
 
 
 def _make_pufferenv(creator, args: tuple, kwargs: dict, num_envs: int, seed: int) -> PufferEnv:
@@ -63,6 +87,7 @@ def _make_pufferenv(creator, args: tuple, kwargs: dict, num_envs: int, seed: int
             f"so num_envs must be 1 (got {num_envs}); pass the env's own size in "
             "env_kwargs, or use Serial/Multiprocessing/Multithreading"
         )
+    check_arguments(creator, args, kwargs)
     env = creator(*args, **kwargs)
     if not isinstance(env, PufferEnv):
         raise APIUsageError(

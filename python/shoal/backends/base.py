@@ -6,6 +6,7 @@ import numpy as np
 
 from ..call_order import CallOrder
 from ..spaces import ActionChecker, joint_space
+from .interrupts import interrupted_reason
 
 
 class VecEnv:
@@ -37,6 +38,10 @@ class VecEnv:
         self.send(actions)
         observations, rewards, terminals, truncations, infos, _, _ = self.recv()
         return observations, rewards, terminals, truncations, infos
+
+    def _interrupted(self, call: str, exc: BaseException) -> None:
+        """``call`` was left half done by an unplanned exception (see backends/interrupts.py)."""
+        self._order.needs_reset(interrupted_reason(call, exc))
 
     @property
     def local_envs(self) -> list | None:

@@ -22,6 +22,16 @@ Hand-off protocol (per worker ``w``; no busy-waiting beyond a bounded spin):
 * ``done_sem`` stays balanced: each completion the caller observes consumes one count (possibly
   later: ``_owed``), and a count taken while waiting pre-pays the next observed completion. So a count
   left in the semaphore always means a completion the caller has not seen: no lost wake-up, no drift.
+  A wait that times out looks at the state words again, so a count lost with a dead worker (or taken
+  by an interrupted wait) costs one ``LIVENESS_CHECK_S`` at most, never a hang.
+
+Faults. Each wait is cut at ``LIVENESS_CHECK_S`` and at the earliest deadline of the busy workers
+(``timeout``): a worker that died or is late is killed and either raises WorkerError (the vector
+closes) or is replaced (``on_worker_failure="restart"``: same rows, new process, envs reset from the
+restart seed). A call left by an unplanned exception (Ctrl-C) marks the vector for a resync: the next
+reset waits for every worker to leave BUSY, reads and drops any unread pipe message (each carries the
+worker's ``done_counts`` entry, so the caller knows which ones it has read), replaces a worker whose
+message was half read, and empties ``done_sem``, so no old step can come back.
 
 Batching (PufferLib 3.0 semantics): all workers (full sync); one worker per batch; contiguous blocks
 of workers returned as views (``zero_copy=True``); the first ready workers copied into a batch buffer
@@ -44,8 +54,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..buffers import Buffers
-from ..errors import APIUsageError, WorkerError
+from ..buffers import Buffers, out_of_memory
+from ..errors import APIUsageError, EnvError, WorkerError
+from ..seeding import offset_seed, restart_seed
+from .closing import BoundedClose, raise_failures
+from .interrupts import guarded
+from .restart import mark_restarted, restart_info
 from .workers.blocks import block_buffers
 from .workers.caller import WorkerBackend
 from .workers.messages import Failure
@@ -86,6 +100,7 @@ class _Shared:
     seeds: np.ndarray  # uint64[num_workers], the seed of each worker's next reset
     mail_sizes: np.ndarray  # int64[num_workers], bytes in each worker's mailbox
     mailboxes: np.ndarray  # uint8[num_workers, MAILBOX_BYTES], pickled infos
+    done_counts: np.ndarray  # uint64[num_workers], commands each worker process has completed
 
 
 def _carve(memory, shape: EnvShape, rows: int, num_workers: int) -> tuple[_Shared, int]:
@@ -97,6 +112,7 @@ def _carve(memory, shape: EnvShape, rows: int, num_workers: int) -> tuple[_Share
         carver((num_workers,), np.uint64),
         carver((num_workers,), np.int64),
         carver((num_workers, MAILBOX_BYTES), np.uint8),
+        carver((num_workers,), np.uint64),
     )
     return shared, carver.nbytes
 
@@ -142,7 +158,7 @@ def _worker_main(spec: _WorkerSpec, raw, payload, conn, command_sem, done_sem) -
         return
     conn.send(("ready", runner.internal_envs))
 
-    state, command, seeds = shared.state, shared.command, shared.seeds
+    state, command, seeds, done_counts = shared.state, shared.command, shared.seeds, shared.done_counts
     mailbox, mail_sizes = shared.mailboxes[w], shared.mail_sizes
 
     def wait_for_command() -> bool:
@@ -158,12 +174,15 @@ def _worker_main(spec: _WorkerSpec, raw, payload, conn, command_sem, done_sem) -
                 return False  # orphaned: the caller died without closing us
         return True
 
+    count = 0  # commands completed; pipe messages carry it so the caller can tell whose they are
     try:
         while wait_for_command():
             cmd = command[w]
             if cmd == CLOSE:
                 break
+            count += 1
             infos, failure = runner.serve(int(seeds[w]) if cmd == RESET else None)
+            done_counts[w] = count
             if failure is None and not infos:
                 state[w] = IDLE
                 done_sem.release()
@@ -183,12 +202,15 @@ def _worker_main(spec: _WorkerSpec, raw, payload, conn, command_sem, done_sem) -
             state[w] = MESSAGE
             done_sem.release()
             try:
-                conn.send(("error", failure) if failure is not None else ("infos", infos))
+                conn.send(("error", count, failure) if failure is not None else ("infos", count, infos))
             except (BrokenPipeError, EOFError, OSError):
                 break  # the caller is gone
     finally:
-        with contextlib.suppress(Exception):  # the process is exiting; a failing close must not keep it
-            runner.close()
+        # Every env is closed even if some fail; the failures go to the caller's close().
+        failures = runner.close()
+        if failures:
+            with contextlib.suppress(BrokenPipeError, EOFError, OSError):  # the caller is gone
+                conn.send(("closed", failures))
         conn.close()
 
 
@@ -224,10 +246,12 @@ class _Pool:
         self.raw = None
         self.command: np.ndarray | None = None
 
-    def shutdown(self, timeout: float = CLOSE_TIMEOUT_S) -> None:
-        """Asks every worker to exit, kills the ones that do not in time, reaps all, frees everything."""
+    def shutdown(self, timeout: float = CLOSE_TIMEOUT_S) -> list[str]:
+        """Asks every worker to exit, kills the ones that do not in time, reaps all, frees everything.
+        Returns the env close() failures the workers reported."""
         if os.getpid() != self.owner_pid:
-            return  # a forked child holds a copy of this object; its workers are not its own
+            return []  # a forked child holds a copy of this object; its workers are not its own
+        self.close_failures: list[str] = []
         processes = self.processes  # only started ones are recorded
         alive = [i for i, p in enumerate(processes) if p.exitcode is None]
         for i in alive:
@@ -243,22 +267,26 @@ class _Pool:
                 self._drain(i)
             multiprocessing.connection.wait([self.processes[i].sentinel for i in alive], timeout=min(remaining, 0.05))
             alive = [i for i in alive if self.processes[i].exitcode is None]
-        for i in alive:
+        for i in alive:  # still stepping, or an env's close() hangs: the process is killed, not awaited
             self.processes[i].kill()
         for p in processes:
             p.join(timeout=5.0)
             if p.exitcode is not None:
                 p.close()
-        for conn in self.conns:
-            conn.close()
+        for i in range(len(self.conns)):
+            self._drain(i)  # close() failures sent just before exiting
+            self.conns[i].close()
         self.processes, self.conns, self.command_sems = [], [], []
         self.done_sem = self.raw = self.command = None
+        return self.close_failures
 
     def _drain(self, i: int) -> None:
         conn = self.conns[i]
         try:
             while conn.poll(0):
-                conn.recv()
+                message = conn.recv()
+                if message[0] == "closed":
+                    self.close_failures.extend(message[1])
         except (EOFError, OSError):
             pass
 
@@ -273,6 +301,10 @@ class Multiprocessing(WorkerBackend):
     ``num_workers`` processes (default: physical cores) each own ``num_envs / num_workers`` envs.
     ``recv()`` returns ``batch_size`` envs' rows (``agents_per_batch``), ``send()`` steps exactly
     those. Results are bit-identical, env by env, to Serial with the same seed.
+
+    ``timeout``: seconds a worker has, from dispatch, to finish a step or reset (None: no limit).
+    ``on_worker_failure``: a worker that dies or misses its deadline raises WorkerError and closes the
+    vector (``"raise"``), or is replaced and its envs reset (``"restart"``; see backends/restart.py).
     """
 
     def __init__(
@@ -283,9 +315,12 @@ class Multiprocessing(WorkerBackend):
         num_envs: int,
         seed: int = 0,
         start_method: str | None = None,
+        timeout: float | None = None,
+        on_worker_failure: str = "raise",
         **worker_options,
     ):
         self._configure_workers(num_envs, seed, worker_options)
+        self._configure_failures(timeout, on_worker_failure)
         if start_method is None:
             start_method = default_start_method()
         available = multiprocessing.get_all_start_methods()
@@ -297,52 +332,33 @@ class Multiprocessing(WorkerBackend):
         self.start_method = start_method
         slices = self._env_slices(env_creators, env_args, env_kwargs)
         if start_method == "fork":
-            payloads: list = slices
+            self._payloads: list = slices  # kept: a restart starts the worker again
         else:
             remedy = f"start_method={start_method!r} needs picklable env creators (or start_method='fork')"
-            payloads = [envs.pickled(remedy) for envs in slices]
+            self._payloads = [envs.pickled(remedy) for envs in slices]
 
         self._probe_driver(env_creators[0], env_args[0], env_kwargs[0])
         driver, shape = self.driver_env, self._env_shape
-        context = multiprocessing.get_context(start_method)
+        self._context = context = multiprocessing.get_context(start_method)
         pool = self._pool = _Pool()
         self._finalizer = weakref.finalize(self, pool.shutdown)
         try:
             nbytes = _carve(None, shape, self.num_agents, self.num_workers)[1]
-            pool.raw = context.RawArray(ctypes.c_uint8, max(nbytes, 1))
+            try:
+                pool.raw = context.RawArray(ctypes.c_uint8, max(nbytes, 1))
+            except MemoryError:
+                raise out_of_memory(nbytes, num_envs, "shared memory") from None
             shared = _shared_views(pool.raw, shape, self.num_agents, self.num_workers)
             shared.buf.masks[:] = True
             self.buf = shared.buf
             self._state, self._command, self._seeds = shared.state, shared.command, shared.seeds
             self._mailboxes, self._mail_sizes = shared.mailboxes, shared.mail_sizes
+            self._done_counts = shared.done_counts
             pool.command = self._command
             self._state[:] = IDLE
             pool.done_sem = context.Semaphore(0)
             for w in range(self.num_workers):
-                receiver, sender = context.Pipe(duplex=False)
-                sem = context.Semaphore(0)
-                spec = _WorkerSpec(
-                    w,
-                    self.rows_per_worker,
-                    self.num_agents,
-                    self.num_workers,
-                    shape,
-                    self._emulate,
-                    os.getpid(),
-                    WORKER_SPIN_S,
-                )
-                process = context.Process(
-                    target=_worker_main,
-                    name=f"shoal-worker-{w}",
-                    daemon=True,
-                    args=(spec, pool.raw, payloads[w], sender, sem, pool.done_sem),
-                )
-                try:
-                    process.start()
-                finally:
-                    sender.close()
-                    if process.pid is None:
-                        receiver.close()
+                process, receiver, sem = self._start_worker(w)
                 pool.processes.append(process)
                 pool.conns.append(receiver)
                 pool.command_sems.append(sem)
@@ -356,6 +372,9 @@ class Multiprocessing(WorkerBackend):
 
         self._owed = 0  # observed completions whose done_sem count is not taken yet
         self._batch_block = 0  # zero copy: the block of workers last returned by recv
+        # Pipe bookkeeping, so that a resync knows whether a worker's last message is still unread:
+        self._consumed = [0] * self.num_workers  # done count of the last message read from each worker
+        self._reading = [False] * self.num_workers  # a read was under way (interrupted mid-message?)
         self._init_batches()
 
     @property
@@ -365,6 +384,35 @@ class Multiprocessing(WorkerBackend):
 
     def _origin(self, w: int) -> str:
         return f"worker {w} (pid {self._pool.processes[w].pid})"
+
+    def _start_worker(self, w: int):
+        """Starts the process of worker w; returns (process, its pipe's receiving end, its command semaphore)."""
+        context, pool = self._context, self._pool
+        receiver, sender = context.Pipe(duplex=False)
+        sem = context.Semaphore(0)
+        spec = _WorkerSpec(
+            w,
+            self.rows_per_worker,
+            self.num_agents,
+            self.num_workers,
+            self._env_shape,
+            self._emulate,
+            os.getpid(),
+            WORKER_SPIN_S,
+        )
+        process = context.Process(
+            target=_worker_main,
+            name=f"shoal-worker-{w}",
+            daemon=True,
+            args=(spec, pool.raw, self._payloads[w], sender, sem, pool.done_sem),
+        )
+        try:
+            process.start()
+        finally:
+            sender.close()
+            if process.pid is None:
+                receiver.close()
+        return process, receiver, sem
 
     def _handshake(self, w: int) -> int:
         """Waits for worker w to build its envs; returns its number of internal envs."""
@@ -396,6 +444,7 @@ class Multiprocessing(WorkerBackend):
 
     # -- the API -----------------------------------------------------------------------------------
 
+    @guarded
     def send(self, actions) -> None:
         actions = self._check_actions(actions)
         self._order.send()
@@ -409,6 +458,7 @@ class Multiprocessing(WorkerBackend):
         for w in self._batch:
             self._dispatch(w, STEP)
 
+    @guarded
     def recv(self):
         batch, infos = self._take_batch()
         if self._copy_mode:
@@ -433,6 +483,9 @@ class Multiprocessing(WorkerBackend):
         self._dispatch(w, RESET)
 
     def _dispatch(self, w: int, command: int) -> None:
+        self._deadlines.dispatched(w)
+        # No call between the BUSY store and the post, so no signal handler can run in between
+        # (CPython runs them at calls and backward jumps): a worker is BUSY only once it is woken.
         self._state[w] = BUSY
         self._command[w] = command
         self._command_sems[w].release()
@@ -449,7 +502,8 @@ class Multiprocessing(WorkerBackend):
                 raise RuntimeError("Multiprocessing: no worker in flight and no batch ready (internal error)")
             # A batch needs workers_per_batch ready workers: sleep through the completions before that.
             for _ in range(min(len(self._busy), max(1, self._batches.missing))):
-                self._wait_for_completion()
+                if self._wait_for_completion():
+                    break  # a worker is done or was replaced without a count: look again
 
     def _poll(self) -> None:
         """Moves completed workers from busy to ready, reading their messages (which may raise)."""
@@ -462,59 +516,192 @@ class Multiprocessing(WorkerBackend):
                 i += 1
                 continue
             del busy[i]
-            if self._owed < 0:
-                self._owed += 1  # pre-paid by _wait_for_completion
-            elif not self._done_sem.acquire(False):
-                self._owed += 1  # its count is posted right after its state; taken later
-            self._batches.completed(w)
+            self._take_count()
             if s == INFOS:
                 self._worker_infos[w] = pickle.loads(self._mailboxes[w, : self._mail_sizes[w]])
-            elif s == MESSAGE:
-                self._read_message(w)
+            elif s == MESSAGE and not self._read_message(w):
+                continue  # the worker was replaced while its message was awaited
+            self._batches.completed(w)
 
-    def _wait_for_completion(self) -> None:
-        """Returns once a completion not yet observed has been posted; checks liveness while asleep."""
+    def _take_count(self) -> None:
+        """Accounts for the done_sem count of a completion just observed."""
+        if self._owed < 0:
+            self._owed += 1  # pre-paid by _wait_for_completion
+        elif not self._done_sem.acquire(False):
+            self._owed += 1  # its count is posted right after its state; taken later
+
+    def _wait_for_completion(self) -> bool:
+        """Returns once a completion not yet observed has been posted, or a busy worker was seen done or
+        replaced while asleep (True: no count was taken for it). Checks liveness and deadlines."""
         done = self._done_sem
         while self._owed > 0:  # counts of completions already seen: posted right after their state
             if done.acquire(True, LIVENESS_CHECK_S):
                 self._owed -= 1
             else:
-                self._check_alive(range(self.num_workers))
+                self._owed = 0  # a worker stopped or died between its state and its post
         if not done.acquire(False):
             deadline = time.perf_counter() + RECV_SPIN_S
             while True:
                 if time.perf_counter() >= deadline:
-                    while not done.acquire(True, LIVENESS_CHECK_S):
-                        self._check_alive(self._busy)
+                    while not done.acquire(True, self._deadlines.wait_slice(self._busy, LIVENESS_CHECK_S)):
+                        if self._check_busy():
+                            return True
                     break
                 _sched_yield()
                 if done.acquire(False):
                     break
         self._owed -= 1  # this count belongs to the next completion _poll observes
+        return False
 
-    def _read_message(self, w: int) -> None:
-        conn, process = self._conns[w], self._processes[w]
-        while not conn.poll(LIVENESS_CHECK_S):
-            self._check_alive([w])
+    def _check_busy(self) -> bool:
+        """After a wait timed out: True if a busy worker is done (its count went astray) or failed and
+        was replaced; raises WorkerError for a failure under on_worker_failure="raise"."""
+        for w in list(self._busy):
+            if self._state[w] != BUSY:
+                return True
+            reason = self._failure(w)
+            if reason is not None:
+                self._worker_failed(w, reason, in_flight=True)
+                return True
+        return False
+
+    def _failure(self, w: int) -> str | None:
+        """Why worker w has failed (dead, or past its deadline), or None."""
+        if self._order.closed:
+            raise self._closed_while_waiting()  # close() from another thread is reaping the workers
+        process = self._processes[w]
+        if process.exitcode is not None:
+            return _exit_reason(process.exitcode)
+        late = self._deadlines.late([w])
+        if late is not None:
+            return (
+                f"missed its deadline: still busy {late[1]:.2f} s after its command was sent "
+                f"(timeout={self.timeout:g} s)"
+            )
+        return None
+
+    def _read_message(self, w: int) -> bool:
+        """Reads worker w's pipe message; False if the worker failed meanwhile and was replaced."""
+        conn = self._conns[w]
+        while not conn.poll(self._deadlines.wait_slice([w], LIVENESS_CHECK_S)):
+            reason = self._failure(w)
+            if reason is not None:
+                self._worker_failed(w, reason, in_flight=True)
+                return False
+        self._reading[w] = True
         try:
-            kind, content = conn.recv()
+            kind, count, content = conn.recv()
         except (EOFError, OSError):
-            self._check_alive([w])
-            self._fail(WorkerError(f"worker {w} (pid {process.pid}) closed its pipe unexpectedly"))
+            self._processes[w].join(LIVENESS_CHECK_S)
+            self._worker_failed(w, self._failure(w) or "closed its pipe unexpectedly", in_flight=True)
+            return False
+        self._consumed[w] = count
+        self._reading[w] = False
         if kind == "error":
             raise content.step_error(w, self._env_range(w), self._origin(w))
         self._worker_infos[w] = content
+        return True
 
-    def _check_alive(self, workers) -> None:
-        for w in workers:
-            process = self._processes[w]
-            if process.exitcode is not None:
-                self._fail(
-                    WorkerError(
-                        f"worker {w} (pid {process.pid}) {_exit_reason(process.exitcode)}; "
-                        f"it held envs {self._env_range(w)}. The vector env is closed."
-                    )
+    def _worker_failed(self, w: int, reason: str, in_flight: bool) -> None:
+        """A dead or late worker: WorkerError (the vector closes), or its replacement (restart)."""
+        process = self._processes[w]
+        if self.on_worker_failure == "raise":
+            if process.exitcode is None:
+                process.kill()  # late: do not let close() wait for it
+            self._fail(
+                WorkerError(
+                    f"worker {w} (pid {process.pid}) {reason}; it held envs {self._env_range(w)}. "
+                    "The vector env is closed."
                 )
+            )
+        self._restart(w, f"worker {w} (pid {process.pid}) {reason}", in_flight)
+
+    def _restart(self, w: int, reason: str, in_flight: bool) -> None:
+        """Replaces worker w and resets its envs with the restart seed; its rows and infos say so."""
+        if w in self._busy:
+            self._busy.remove(w)
+        self._replace(w)
+        self._restarts[w] += 1
+        self._seeds[w] = offset_seed(restart_seed(self._reset_seed, self._restarts[w]), self._first_envs[w])
+        self._deadlines.dispatched(w)
+        self._state[w] = BUSY
+        self._command[w] = RESET
+        self._command_sems[w].release()
+        failure = self._await(w)
+        if failure is not None:
+            self._fail(
+                WorkerError(
+                    f"{reason}; its replacement (pid {self._processes[w].pid}) {failure} while resetting envs "
+                    f"{self._env_range(w)}. The vector env is closed."
+                )
+            )
+        s = self._state[w]
+        self._take_count()
+        infos = []
+        if s == INFOS:
+            infos = pickle.loads(self._mailboxes[w, : self._mail_sizes[w]])
+        elif s == MESSAGE:
+            if not self._read_message(w):
+                return
+            infos = self._worker_infos[w]
+        mark_restarted(self.buf, self._worker_rows[w])
+        envs = range(*self._layout.env_slice(w).indices(self.num_envs))
+        self._worker_infos[w] = [*infos, restart_info(w, envs, self._restarts[w], reason)]
+        if in_flight:
+            self._batches.completed(w)
+
+    def _replace(self, w: int) -> None:
+        """Kills worker w's process (if alive) and starts a new one on the same shared rows."""
+        pool = self._pool
+        old = pool.processes[w]
+        if old.exitcode is None:
+            old.kill()
+        old.join(CLOSE_TIMEOUT_S)
+        pool.conns[w].close()
+        self._state[w] = IDLE
+        try:
+            pool.processes[w], pool.conns[w], pool.command_sems[w] = self._start_worker(w)
+            self._handshake(w)
+        except EnvError as exc:  # WorkerError included
+            self._fail(WorkerError(f"worker {w} could not be restarted: {exc}"))
+        if old.exitcode is not None:
+            old.close()
+        self._consumed[w] = 0
+        self._reading[w] = False
+
+    def _await(self, w: int) -> str | None:
+        """Waits until worker w is not BUSY (watching its state word); the failure that ended the wait
+        early, or None."""
+        process, pause = self._processes[w], 0.0005
+        while self._state[w] == BUSY:
+            reason = self._failure(w)
+            if reason is not None:
+                return reason
+            multiprocessing.connection.wait([process.sentinel], timeout=pause)  # returns at once on exit
+            pause = min(2 * pause, 0.01)
+        return None
+
+    def _resync(self) -> None:
+        """After an interrupted call: waits for every worker to finish what it was sent, drops each
+        result and unread message, and rebalances done_sem, so that nothing in flight survives."""
+        for w in range(self.num_workers):
+            reason = self._await(w)
+            if reason is not None:
+                self._worker_failed(w, reason, in_flight=False)
+            elif self._reading[w]:
+                self._replace(w)  # a message was half read: the pipe's framing is lost
+            elif self._state[w] == MESSAGE and self._consumed[w] != self._done_counts[w]:
+                try:
+                    self._read_message(w)
+                except WorkerError:
+                    raise
+                except EnvError:
+                    pass  # an env failure of the step being dropped
+        while self._done_sem.acquire(False):
+            pass
+        self._owed = 0
+        self._busy = []
+        self._needs_resync = False
 
     def _drain(self) -> None:
         while self._busy:
@@ -523,11 +710,13 @@ class Multiprocessing(WorkerBackend):
                 self._wait_for_completion()
 
     def _close(self) -> None:
-        self._finalizer()
+        driver = BoundedClose("driver env", self.driver_env)  # closes while the workers do
+        failures = self._finalizer() or []
         # The shared block is unmapped once the last view of it is gone; returned arrays stay valid.
         self._views = self._batch_buf = None
         self._state = self._command = self._seeds = self._mailboxes = self._mail_sizes = None
-        self.driver_env.close()
+        self._done_counts = None
+        raise_failures(type(self).__name__, failures + driver.wait(CLOSE_TIMEOUT_S))
 
 
 def _exit_reason(exitcode: int) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from .. import _native
@@ -10,6 +12,7 @@ from ..native import check_schedule, check_threads, native_env_class
 from ..seeding import check_seed
 from ..validation import is_integer
 from .base import VecEnv
+from .interrupts import guarded
 
 
 def default_num_threads(num_envs: int, pipelined: bool = False) -> int:
@@ -87,6 +90,9 @@ class Multithreading(VecEnv):
             for k in range(self.num_buffers)
         ]
         self._next = 0
+        # Held while a native call steps or waits: close() from another thread waits for it (the
+        # native vector refuses two threads at once), and the waiting thread then reports the close.
+        self._in_use = threading.Lock()
         self._init_api()
 
     @property
@@ -112,21 +118,29 @@ class Multithreading(VecEnv):
         self.env.set_schedule(schedule)
         self._schedule = schedule
 
+    # An exception that leaves send/recv half done (Ctrl-C lands once the native wait returns) makes
+    # the vector refuse use until reset(): see backends/interrupts.py.
+
+    @guarded
     def async_reset(self, seed: int | None = None) -> None:
         seed = self.seed if seed is None else check_seed(seed)
         self._order.reset()
         _, self.infos = self.env.reset(seed)
         self._next = 0
 
+    @guarded
     def send(self, actions) -> None:
         self._order.check_send()
         if self.num_buffers == 1:
-            self.infos = self.env.step(actions)[4]  # checks the actions before any env runs
+            with self._in_use:
+                self.infos = self.env.step(actions)[4]  # checks the actions before any env runs
+            self._check_not_closed("send")
         else:
             self.env.submit(self._next, actions)
             self._next = (self._next + 1) % self.num_buffers
         self._order.sent()
 
+    @guarded
     def recv(self):
         self._order.recv()
         if self.num_buffers == 1:
@@ -141,12 +155,22 @@ class Multithreading(VecEnv):
                 buf.masks,
             )
         k = self._next
-        self.infos = infos = self.env.wait(k)
+        with self._in_use:
+            self.infos = infos = self.env.wait(k)
+        self._check_not_closed("recv")
         rows, agent_ids = self._batches[k]
         return (rows.observations, rows.rewards, rows.terminals, rows.truncations, infos, agent_ids, rows.masks)
 
     def pool_stats(self) -> dict:
         return self.env.pool_stats()
 
+    def _check_not_closed(self, call: str) -> None:
+        if self._order.closed:
+            raise APIUsageError(
+                f"Multithreading: the vector env was closed (by another thread) while {call}() waited; "
+                "the step in flight is discarded"
+            )
+
     def _close(self) -> None:
-        self.env.close()
+        with self._in_use:  # after a step or wait under way in another thread
+            self.env.close()

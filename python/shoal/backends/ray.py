@@ -31,6 +31,10 @@ process's connection to a joined cluster. A cluster it joined keeps running.
 Faults. An actor that dies raises ``WorkerError`` from the pending call (Ray reports the death,
 typically within a second) and closes the vector; an exception in env code raises ``EnvError``
 naming the worker and the env with the actor's traceback, after which ``reset()`` is required.
+``timeout`` bounds each call (a late actor is killed: ``WorkerError``), and
+``on_worker_failure="restart"`` replaces a dead or late actor instead (backends/restart.py). After an
+interrupted call the next reset forgets the calls in flight: an actor runs its calls in order, so
+their results can only precede the reset's, and none is read.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ import pickle
 import socket
 import sys
 import threading
+import time
 import weakref
 
 import numpy as np
@@ -50,6 +55,10 @@ import numpy as np
 from ..buffers import Buffers
 from ..errors import APIUsageError, EnvError, WorkerError
 from ..native import check_threads, is_native_env, native_env_class
+from ..seeding import offset_seed, restart_seed
+from .closing import BoundedClose, raise_failures
+from .interrupts import guarded
+from .restart import mark_restarted, restart_info
 from .workers.blocks import block_buffers, block_size
 from .workers.caller import WorkerBackend
 from .workers.messages import Failure
@@ -130,11 +139,10 @@ class EnvHost:
     def _result(self, infos: list, failure: Failure | None) -> tuple:
         return (None if failure is not None else self.block), infos, failure
 
-    def close(self) -> None:
-        if self.runner is not None:
-            with contextlib.suppress(Exception):  # the actor is killed next; a failing close must not keep it
-                self.runner.close()
-            self.runner = None
+    def close(self) -> list[str]:
+        """Closes every env, even if some fail; returns the failures (the actor is killed next)."""
+        runner, self.runner = self.runner, None
+        return runner.close() if runner is not None else []
 
 
 _actor_classes: dict = {}
@@ -196,16 +204,21 @@ class _Actors:
         self.handles: list = []
         self.connected = False
 
-    def shutdown(self, graceful: bool = True) -> None:
+    def shutdown(self, graceful: bool = True) -> list[str]:
+        """Closes the actors' envs (killing actors that do not finish in time); returns env close() failures."""
         if os.getpid() != self.owner_pid:
-            return  # a forked child holds a copy of this object; the actors are not its own
+            return []  # a forked child holds a copy of this object; the actors are not its own
         ray, handles = self.ray, self.handles
         self.handles = []
+        failures: list[str] = []
         if handles and ray.is_initialized():
             if graceful:
                 try:
                     refs = [h.close.remote() for h in handles]
-                    ray.wait(refs, num_returns=len(refs), timeout=CLOSE_TIMEOUT_S)
+                    ready, _ = ray.wait(refs, num_returns=len(refs), timeout=CLOSE_TIMEOUT_S)
+                    for ref in ready:
+                        with contextlib.suppress(Exception):  # a dead actor has nothing left to close
+                            failures += ray.get(ref)
                 except Exception:
                     pass  # dead or unreachable actors are killed below all the same
             for handle in handles:
@@ -216,6 +229,7 @@ class _Actors:
         if self.connected:
             self.connected = False
             _disconnect(ray)
+        return failures
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -228,6 +242,7 @@ class Ray(WorkerBackend):
 
     ``worker_pids`` / ``worker_hosts``: process id and host name of each actor, in worker order.
     ``max_num_threads``: pool threads per actor (native envs; None for Python envs).
+    ``timeout`` and ``on_worker_failure``: as Multiprocessing's (an actor is a worker).
     """
 
     def __init__(
@@ -239,10 +254,13 @@ class Ray(WorkerBackend):
         seed: int = 0,
         ray_address: str | None = None,
         max_num_threads=None,
+        timeout: float | None = None,
+        on_worker_failure: str = "raise",
         **worker_options,
     ):
         # Cores are the cluster's, checked once connected; worker_layout checks the rest now.
         self._configure_workers(num_envs, seed, worker_options, limit_to_cores=False)
+        self._configure_failures(timeout, on_worker_failure)
         if ray_address is not None and (not isinstance(ray_address, str) or not ray_address.strip()):
             raise APIUsageError(
                 f"ray_address must be a Ray cluster address such as '10.0.0.1:6379' or "
@@ -275,16 +293,26 @@ class Ray(WorkerBackend):
             actors.connected = _connect(ray, ray_address)
             num_threads, cpus = self._plan_cpus(ray, max_num_threads)
             self.max_num_threads = num_threads if self.native else None
-            host = _actor_class(ray).options(
+            self._host = _actor_class(ray).options(
                 num_cpus=cpus, max_restarts=0, max_task_retries=0, scheduling_strategy="SPREAD"
             )
             caller_path = [os.path.abspath(p) for p in sys.path if p]
-            for envs in self._env_slices(env_creators, env_args, env_kwargs):
-                # Pickled here, so the actor can extend its import path before it unpickles.
-                payload = envs.pickled("backend Ray needs picklable env creators")
-                actors.handles.append(
-                    host.remote(payload, caller_path, self.native, num_threads, shape, self._emulate, rows)
+            # What each actor is built from, kept: a restart builds the actor again. The slices are
+            # pickled here, so the actor can extend its import path before it unpickles.
+            self._actor_args = [
+                (
+                    envs.pickled("backend Ray needs picklable env creators"),
+                    caller_path,
+                    self.native,
+                    num_threads,
+                    shape,
+                    self._emulate,
+                    rows,
                 )
+                for envs in self._env_slices(env_creators, env_args, env_kwargs)
+            ]
+            for args in self._actor_args:
+                actors.handles.append(self._host.remote(*args))
             self._set_internal_envs(self._handshake(ray, actors.handles))
         except BaseException:
             self._finalizer()
@@ -345,6 +373,7 @@ class Ray(WorkerBackend):
 
     # -- the API -----------------------------------------------------------------------------------
 
+    @guarded
     def send(self, actions) -> None:
         actions = self._check_actions(actions)
         self._order.send()
@@ -355,6 +384,7 @@ class Ray(WorkerBackend):
             # Ray serializes the arguments inside .remote(), so the rows may be reused right away.
             self._dispatch(w, self._handles[w].step.remote(worker_actions))
 
+    @guarded
     def recv(self):
         batch, infos = self._take_batch()
         if self._copy_mode:
@@ -381,12 +411,13 @@ class Ray(WorkerBackend):
         self._dispatch(w, self._handles[w].reset.remote(seed))
 
     def _dispatch(self, w: int, ref) -> None:
+        self._deadlines.dispatched(w)
         self._refs[w] = ref
         self._dispatched(w)
 
     def _next_batch(self) -> list[int]:
         ray = self._ray
-        if self.workers_per_batch == self.num_workers and len(self._busy) == self.num_workers:
+        if self.workers_per_batch == self.num_workers and len(self._busy) == self.num_workers and self.timeout is None:
             # Full sync: one ray.get for every actor (a dead actor's result is its error).
             self._collect(list(self._busy), ray.get)
         while True:
@@ -398,7 +429,12 @@ class Ray(WorkerBackend):
             refs = [self._refs[w] for w in self._busy]
             done, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
             if not done:
-                done, _ = ray.wait(refs, num_returns=1, timeout=WAIT_S)
+                done, _ = ray.wait(refs, num_returns=1, timeout=self._deadlines.wait_slice(self._busy, WAIT_S))
+            if not done:
+                late = self._deadlines.late(self._busy)
+                if late is not None:
+                    self._complete(late[0], self._late(*late))
+                continue
             finished = set(done)
             self._collect([w for w in self._busy if self._refs[w] in finished], ray.get)
 
@@ -410,17 +446,17 @@ class Ray(WorkerBackend):
         except self._RayError:
             results = None  # find which actor failed, below
         for i, w in enumerate(workers):
-            if results is None:
-                result = self._get_one(w)
-            else:
-                result = results[i]
-            self._busy.remove(w)
-            self._refs[w] = None
-            block, infos, failure = result
-            self._raise_failure(w, failure)
-            self._blocks[w] = block
-            self._worker_infos[w] = infos
-            self._batches.completed(w)
+            self._complete(w, self._get_one(w) if results is None else results[i])
+
+    def _complete(self, w: int, result: tuple) -> None:
+        """Moves actor w from busy to ready with its result ``(block, infos, failure)``; raises its failure."""
+        self._busy.remove(w)
+        self._refs[w] = None
+        block, infos, failure = result
+        self._raise_failure(w, failure)
+        self._blocks[w] = block
+        self._worker_infos[w] = infos
+        self._batches.completed(w)
 
     def _raise_failure(self, w: int, failure: Failure | None) -> None:
         if failure is not None:
@@ -430,14 +466,15 @@ class Ray(WorkerBackend):
         return f"Ray actor {w} (pid {self.worker_pids[w]} on {self.worker_hosts[w]})"
 
     def _get_one(self, w: int):
+        timeout = None
+        if self.timeout is not None:
+            timeout = max(0.0, self._deadlines.started[w] + self.timeout - time.monotonic())
         try:
-            return self._ray.get(self._refs[w])
+            return self._ray.get(self._refs[w], timeout=timeout)
+        except self._GetTimeoutError:
+            return self._late(w, time.monotonic() - self._deadlines.started[w])
         except self._RayActorError as exc:
-            self._fail(
-                WorkerError(
-                    f"{self._origin(w)} died; it held envs {self._env_range(w)}. The vector env is closed.\n{exc}"
-                )
-            )
+            return self._worker_failed(w, "died", detail=f"\n{exc}")
         except self._RayError as exc:
             # The actor lives but Ray could not deliver its result (e.g. infos that do not pickle).
             raise EnvError(
@@ -453,6 +490,64 @@ class Ray(WorkerBackend):
             self._refs[w] = None
             self._raise_failure(w, failure)
 
+    def _late(self, w: int, elapsed: float) -> tuple:
+        return self._worker_failed(
+            w, f"missed its deadline: still busy {elapsed:.2f} s after its call was sent (timeout={self.timeout:g} s)"
+        )
+
+    def _worker_failed(self, w: int, reason: str, detail: str = "") -> tuple:
+        """A dead or late actor: WorkerError (the vector closes), or a replacement whose reset result
+        stands in for the lost call's (returned as ``(block, infos, None)``)."""
+        if self._order.closed:
+            raise self._closed_while_waiting()  # close() from another thread killed the actors
+        if self.on_worker_failure == "raise":
+            self._kill(w)  # a late actor would hold close() up
+            self._fail(
+                WorkerError(
+                    f"{self._origin(w)} {reason}; it held envs {self._env_range(w)}. The vector env is closed.{detail}"
+                )
+            )
+        return self._restart(w, f"{self._origin(w)} {reason}")
+
+    def _kill(self, w: int) -> None:
+        with contextlib.suppress(Exception):  # already gone
+            self._ray.kill(self._handles[w], no_restart=True)
+
+    def _restart(self, w: int, reason: str) -> tuple:
+        """Replaces actor w and resets its envs with the restart seed (see backends/restart.py)."""
+        ray = self._ray
+        self._kill(w)
+        self._handles[w] = handle = self._host.remote(*self._actor_args[w])
+        try:
+            ref = handle.ready.remote()
+            if not ray.wait([ref], timeout=START_TIMEOUT_S)[0]:
+                raise WorkerError(f"its replacement did not start within {START_TIMEOUT_S:g} s")
+            pid, host, _, failure = ray.get(ref)
+            if failure is not None:
+                raise failure.creation_error(w, self._env_range(w), f"Ray actor {w} (pid {pid} on {host})")
+            self.worker_pids[w], self.worker_hosts[w] = pid, host
+            self._restarts[w] += 1
+            seed = offset_seed(restart_seed(self._reset_seed, self._restarts[w]), self._first_envs[w])
+            self._deadlines.dispatched(w)
+            block, infos, failure = ray.get(handle.reset.remote(seed), timeout=self.timeout)
+            if failure is not None:
+                raise failure.step_error(w, self._env_range(w), self._origin(w))
+        except (EnvError, self._RayError) as exc:
+            self._fail(WorkerError(f"worker {w} could not be restarted: {type(exc).__name__}: {exc}"))
+        block = block.copy()  # Ray's is a read-only view of the object store
+        mark_restarted(
+            block_buffers(block, self.single_observation_space, self.single_action_space, self.rows_per_worker)[0],
+            slice(None),
+        )
+        envs = range(*self._layout.env_slice(w).indices(self.num_envs))
+        return block, [*infos, restart_info(w, envs, self._restarts[w], reason)], None
+
+    def _resync(self) -> None:
+        # An actor runs its calls in order, so a reset sent now lands after anything in flight;
+        # forgetting the old calls' references drops their results.
+        self._busy, self._refs, self._needs_resync = [], [None] * self.num_workers, False
+
     def _close(self) -> None:
-        self._finalizer()
-        self.driver_env.close()
+        driver = BoundedClose("driver env", self.driver_env)  # closes while the actors do
+        failures = self._finalizer() or []
+        raise_failures(type(self).__name__, failures + driver.wait(CLOSE_TIMEOUT_S))

@@ -14,6 +14,8 @@ from .workers.layout import WORKER_OPTIONS as WORKER_DEFAULTS
 
 #: options of the backends whose envs are split over workers (PufferLib 3.0's Multiprocessing)
 WORKER_OPTIONS = tuple(WORKER_DEFAULTS)
+#: what Multiprocessing and Ray do about a worker that hangs or dies (see backends/deadlines.py)
+FAULT_OPTIONS = ("timeout", "on_worker_failure")
 
 
 @dataclass(frozen=True)
@@ -28,11 +30,13 @@ BUILTIN: dict[str, BackendEntry] = {
     "PufferEnv": BackendEntry("shoal.pufferenv", ()),
     # Serial takes the worker options so that one configuration works across backends.
     "Serial": BackendEntry("shoal.backends.serial", WORKER_OPTIONS),
-    "Multiprocessing": BackendEntry("shoal.backends.multiprocessing", (*WORKER_OPTIONS, "start_method")),
+    "Multiprocessing": BackendEntry(
+        "shoal.backends.multiprocessing", (*WORKER_OPTIONS, "start_method", *FAULT_OPTIONS)
+    ),
     "Multithreading": BackendEntry(
         "shoal.backends.multithreading", ("max_num_threads", "schedule", "pin_threads", "batch_size")
     ),
-    "Ray": BackendEntry("shoal.backends.ray", (*WORKER_OPTIONS, "ray_address", "max_num_threads")),
+    "Ray": BackendEntry("shoal.backends.ray", (*WORKER_OPTIONS, "ray_address", "max_num_threads", *FAULT_OPTIONS)),
 }
 
 # Backends registered at run time by register_backend(), by name.

@@ -8,6 +8,8 @@ from ..buffers import Buffers
 from ..errors import APIUsageError
 from ..seeding import check_seed
 from .base import VecEnv, agent_id_range
+from .closing import close_each, raise_failures
+from .interrupts import guarded
 from .workers.runner import EnvShape, SliceFailed, probe_driver, python_slice
 from .workers.slices import EnvSlice
 
@@ -37,7 +39,9 @@ class Serial(VecEnv):
         self.emulated = driver.emulated
         self.num_agents = self.agents_per_batch = driver.num_agents * num_envs
         if buf is None:
-            buf = Buffers.allocate(self.single_observation_space, self.single_action_space, self.num_agents)
+            buf = Buffers.allocate(
+                self.single_observation_space, self.single_action_space, self.num_agents, envs=num_envs
+            )
         self.buf = buf
         try:
             self._runner = python_slice(
@@ -55,11 +59,13 @@ class Serial(VecEnv):
     def local_envs(self) -> list:
         return self.envs
 
+    @guarded
     def async_reset(self, seed: int | None = None) -> None:
         seed = self.seed if seed is None else check_seed(seed)
         self._order.reset()
         self.infos = self._run(self._runner.reset, seed)
 
+    @guarded
     def send(self, actions) -> None:
         actions = self._check_actions(actions)
         self._order.send()
@@ -79,5 +85,5 @@ class Serial(VecEnv):
             raise failed.env_error() from failed.error
 
     def _close(self) -> None:
-        self._runner.close()
-        self.driver_env.close()
+        failures = self._runner.close() + close_each([("driver env", self.driver_env)])
+        raise_failures(type(self).__name__, failures)

@@ -10,6 +10,7 @@ from ..buffers import Buffers
 from ..default_wrappers import StepFunction, default_stack
 from ..seeding import check_seed, env_seed
 from ..spaces import check_action_space
+from ..step_checks import check_observation, check_step_outputs
 from .base import EmulatedEnv, array_action
 from .layout import ObservationLayout
 
@@ -72,6 +73,7 @@ class GymnasiumPufferEnv(EmulatedEnv):
         if not self._discrete:
             action = self._convert_action(action)
         observation, reward, terminated, truncated, info = self._step(action)
+        check_step_outputs(self.emulated, observation, reward, terminated, truncated)
         self._episode_return += reward
         length = self._episode_length = self._episode_length + 1
         if length == self._time_limit:
@@ -86,6 +88,7 @@ class GymnasiumPufferEnv(EmulatedEnv):
         self._episode_return = 0.0
         self._episode_length = 0
         observation, reset_info = self.env.reset()
+        check_observation(self.emulated, observation, "reset() (autoreset)")
         if reset_info:
             infos.append(reset_info)
         return observation, reward, terminated, truncated, infos

@@ -65,6 +65,7 @@ class ObservationLayout:
             raise APIUsageError(f"observation space must be a gymnasium Space, got {type(space).__name__}")
         self.space = space
         self.is_box = isinstance(space, spaces.Box)
+        self.box_shape = tuple(space.shape) if self.is_box else None  # what a Box observation must match
         found: list = []
         self._tree = _collect_leaves(space, (), found)
         dtypes = [np.dtype(leaf_space.dtype) for _, leaf_space in found]
@@ -145,8 +146,10 @@ class ObservationLayout:
         self.writer(out)(observation)
         return out
 
-    def check(self, observation) -> None:
-        """Raises APIUsageError if ``observation`` does not have the structure and shapes of the space."""
+    def check(self, observation, error: type = APIUsageError, call: str = "") -> None:
+        """Raises ``error`` if ``observation`` does not have the structure and shapes of the space
+        (``call``, such as "step()", names where the observation came from)."""
+        prefix = f"{call} returned an observation whose " if call else ""
         for leaf in self.leaves:
             value = observation
             for depth, key in enumerate(leaf.path):
@@ -154,12 +157,11 @@ class ObservationLayout:
                     value = value[key]
                 except (KeyError, IndexError, TypeError):
                     where = "".join(f"[{k!r}]" for k in leaf.path[: depth + 1])
-                    raise APIUsageError(f"observation has no {where}, but the space {self.space} has") from None
-            if np.shape(value) != leaf.shape:
+                    raise error(f"{prefix}observation has no {where}, but the space {self.space} has") from None
+            if value is None or np.shape(value) != leaf.shape:
                 where = "".join(f"[{k!r}]" for k in leaf.path) or "observation"
-                raise APIUsageError(
-                    f"{where} has shape {np.shape(value)}, but its space {leaf.space} has shape {leaf.shape}"
-                )
+                got = "None" if value is None else f"shape {np.shape(value)}"
+                raise error(f"{prefix}{where} has {got}, but its space {leaf.space} has shape {leaf.shape}")
 
     def unflatten(self, flat_batch) -> Any:
         """The original structure of a batch of flat rows (any leading dimensions), bit for bit.

@@ -6,9 +6,10 @@ import numpy as np
 from gymnasium import spaces
 
 from ..buffers import Buffers
-from ..errors import APIUsageError
+from ..errors import APIUsageError, EnvError
 from ..seeding import check_seed, env_seed
 from ..spaces import check_action_space
+from ..step_checks import check_flag, check_observation, check_reward
 from .base import EmulatedEnv, array_action
 from .layout import ObservationLayout
 
@@ -86,6 +87,33 @@ class PettingZooPufferEnv(EmulatedEnv):
                 f"possible_agents {self.possible_agents}"
             )
 
+    def _check_step(self, observations, rewards, terminations, truncations) -> None:
+        """step_checks for every agent the env reported (EnvError names the agent)."""
+        outputs = {
+            "observations": observations,
+            "rewards": rewards,
+            "terminations": terminations,
+            "truncations": truncations,
+        }
+        for name, value in outputs.items():
+            if not isinstance(value, dict):
+                raise EnvError(f"step() returned {name} of type {type(value).__name__}; expected a dict keyed by agent")
+        for agent, observation in observations.items():
+            self._check_agent(agent, check_observation, self.emulated, observation)
+        for agent, reward in rewards.items():
+            self._check_agent(agent, check_reward, reward)
+        for agent, terminated in terminations.items():
+            self._check_agent(agent, check_flag, terminated, "terminated")
+        for agent, truncated in truncations.items():
+            self._check_agent(agent, check_flag, truncated, "truncated")
+
+    @staticmethod
+    def _check_agent(agent, check, *args) -> None:
+        try:
+            check(*args)
+        except EnvError as error:
+            raise EnvError(f"agent {agent!r}: {error}") from None
+
     def step(self, actions):
         env = self.env
         slot_of = self._slot_of
@@ -95,6 +123,7 @@ class PettingZooPufferEnv(EmulatedEnv):
             convert = self._convert_action
             joint = {agent: convert(actions[slot_of[agent]]) for agent in env.agents}
         observations, rewards, terminations, truncations, infos = env.step(joint)
+        self._check_step(observations, rewards, terminations, truncations)
         self._write_observations(observations)
         step_infos = []
         ended = False

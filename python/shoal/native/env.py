@@ -10,12 +10,12 @@ from pathlib import Path
 import numpy as np
 
 from .. import _native
-from ..buffers import Buffers
+from ..buffers import Buffers, check_fits, out_of_memory
 from ..errors import APIUsageError
 from ..pufferenv import PufferEnv
 from ..seeding import check_seed
 from ..spaces import ActionChecker
-from ..validation import check_choice, check_integer
+from ..validation import check_bool, check_choice, check_integer
 from .spec import action_space, observation_space, resolve_params
 
 SCHEDULES = ("static", "dynamic")
@@ -113,9 +113,18 @@ class NativeEnv(PufferEnv):
                 or not all(isinstance(p, dict) for p in env_params)
             ):
                 raise APIUsageError(f"env_params must be a list of {num_envs} dicts (one per env)")
-        matrix, max_episode_steps = resolve_params(info, env_params or [params] * num_envs)
+        per_env = 8 + 8 * len(info["params"])  # bytes of each env's row of parameters
+        check_fits(num_envs * per_env, num_envs, "per-env parameters")
+        try:
+            matrix, max_episode_steps = resolve_params(info, env_params or [params] * num_envs)
+        except MemoryError:
+            raise out_of_memory(num_envs * per_env, num_envs, "per-env parameters") from None
         num_threads = check_threads(num_threads)
         schedule = check_schedule(schedule)
+        pin_threads = check_bool(pin_threads, "pin_threads")
+        num_buffers = check_integer(num_buffers, "num_buffers", 1)
+        if num_envs % num_buffers:
+            raise APIUsageError(f"num_buffers must divide num_envs ({num_envs}), got {num_buffers}")
         self.num_envs = num_envs
         self.single_observation_space = observation_space(info)
         self.single_action_space = action_space(info)

@@ -17,6 +17,8 @@ from ...errors import APIUsageError, EnvError, WorkerError
 from ...seeding import check_seed, offset_seed
 from ...validation import check_bool
 from ..base import VecEnv, agent_id_range
+from ..deadlines import Deadlines, check_on_worker_failure, check_timeout
+from ..interrupts import guarded, interrupted_reason
 from .batching import BatchSelector, take_infos
 from .layout import WORKER_OPTIONS, first_env_indices, worker_layout
 from .runner import EnvShape, probe_driver
@@ -44,6 +46,22 @@ class WorkerBackend(VecEnv):
         self.num_envs = num_envs
         self.num_workers, self.batch_size, self.zero_copy = layout.num_workers, layout.batch_size, layout.zero_copy
         self.envs_per_worker, self.workers_per_batch = layout.envs_per_worker, layout.workers_per_batch
+
+    def _configure_failures(self, timeout, on_worker_failure) -> None:
+        """Checks ``timeout`` and ``on_worker_failure`` and sets the state they need."""
+        self.timeout = check_timeout(timeout)
+        self.on_worker_failure = check_on_worker_failure(on_worker_failure)
+        self._deadlines = Deadlines(self.num_workers, self.timeout)
+        self._restarts = [0] * self.num_workers  # replacements of each worker so far
+        self._reset_seed = self.seed  # seed of the last reset (restart seeds derive from it)
+        self._needs_resync = False  # an interrupted call left workers in an unknown state
+        self._failed = False  # a worker failure closed the vector (not close())
+
+    def _interrupted(self, call: str, exc: BaseException) -> None:
+        """An unplanned exception left ``call`` half done: refuse use until reset(), which resyncs."""
+        if not self._order.closed:
+            self._needs_resync = True
+            self._order.needs_reset(interrupted_reason(call, exc))
 
     def _probe_driver(self, creator, args, kwargs) -> None:
         """Builds the driver env, which stays in this process and tells spaces and agents per env."""
@@ -110,11 +128,16 @@ class WorkerBackend(VecEnv):
 
     # -- the API -----------------------------------------------------------------------------------
 
+    @guarded
     def async_reset(self, seed: int | None = None) -> None:
         seed = self.seed if seed is None else check_seed(seed)
         self._order.reset()
+        self._reset_seed = seed
         with self._failures_need_reset():
-            self._drain()  # steps still in flight finish first: results dropped, failures raised
+            if self._needs_resync:
+                self._resync()  # after an interrupted call: every worker back to a known state
+            else:
+                self._drain()  # steps still in flight finish first: results dropped, failures raised
         self._batches.clear()
         self._worker_infos = [[] for _ in range(self.num_workers)]
         for w in range(self.num_workers):
@@ -123,8 +146,15 @@ class WorkerBackend(VecEnv):
     def _take_batch(self) -> tuple[list[int], list]:
         """recv's prologue: the next batch of workers and its infos."""
         self._order.recv()
-        with self._failures_need_reset():
-            batch = self._next_batch()
+        try:
+            with self._failures_need_reset():
+                batch = self._next_batch()
+        except Exception:
+            if self._closed_by_another_thread():
+                raise self._closed_while_waiting() from None
+            raise
+        if self._closed_by_another_thread():
+            raise self._closed_while_waiting()
         self._batch = batch
         self.infos = infos = take_infos(self._worker_infos, batch)
         return batch, infos
@@ -166,9 +196,24 @@ class WorkerBackend(VecEnv):
         """Waits until no worker is in flight; results are dropped, an env failure raises EnvError."""
         raise NotImplementedError
 
+    def _resync(self) -> None:
+        """After an interrupted call: drops whatever is in flight, whatever state it was left in."""
+        raise NotImplementedError
+
     def _next_batch(self) -> list[int]:
         raise NotImplementedError
 
     def _fail(self, error: WorkerError):
+        self._failed = True
         self.close()
         raise error
+
+    def _closed_by_another_thread(self) -> bool:
+        return self._order.closed and not self._failed
+
+    def _closed_while_waiting(self) -> APIUsageError:
+        """What a thread waiting in recv() gets when another thread closes the vector (close() wins)."""
+        return APIUsageError(
+            f"{type(self).__name__}: the vector env was closed (by another thread) while recv() "
+            "waited; the step in flight is discarded"
+        )

@@ -17,6 +17,7 @@ from ...buffers import Buffers
 from ...errors import APIUsageError, EnvError
 from ...pufferenv import PufferEnv
 from ...seeding import offset_seed
+from ..closing import close_each
 from .layout import first_env_indices
 from .messages import RESET_HINT, Failure
 from .slices import EnvSlice
@@ -130,9 +131,13 @@ class SliceRunner:
         except SliceFailed as failed:
             return [], failed.failure()
 
-    def close(self) -> None:
-        for env in self.envs:
-            env.close()
+    def close(self) -> list[str]:
+        """Closes every env, even if some fail; returns the failures ("env i: Error: message")."""
+        if self._per_env:
+            named = [(f"env {self.first_env + i}", env) for i, env in enumerate(self.envs)]
+        else:
+            named = [(f"native envs from {self.first_env}", env) for env in self.envs]
+        return close_each(named)
 
     def _env_index(self, position: int) -> int | None:
         return self.first_env + position if self._per_env else None
