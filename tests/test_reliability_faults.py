@@ -102,9 +102,9 @@ def test_interrupted_pipelined_multithreading_recv_refuses_until_reset(time_limi
     from shoal.envs import BUNDLED
 
     kwargs = dict(
-        backend="Multithreading", num_envs=8, batch_size=4, max_num_threads=2, seed=7, env_kwargs={"work": 10_000_000}
-    )  # about 0.1 s per env step
-    actions = np.zeros(4, np.int32)
+        backend="Multithreading", num_envs=32, batch_size=16, max_num_threads=1, seed=7, env_kwargs={"work": 10_000_000}
+    )  # 10-50 ms per env step: a buffer of 16 on one thread takes far longer than the 50 ms before the interrupt
+    actions = np.zeros(16, np.int32)
     with make(BUNDLED["deep"], **kwargs) as vecenv:
         vecenv.async_reset()
         vecenv.recv()
@@ -146,15 +146,15 @@ def test_close_from_another_thread_while_recv_waits(backend, time_limit):
         vecenv = make(
             BUNDLED["deep"],
             backend=backend,
-            num_envs=8,
-            batch_size=4,
-            max_num_threads=2,
+            num_envs=32,
+            batch_size=16,
+            max_num_threads=1,
             env_kwargs={"work": 10_000_000},
-        )  # about 0.1 s per env step
+        )  # 10-50 ms per env step: a buffer of 16 on one thread outlasts the 50 ms before close()
         vecenv.async_reset()
         for _ in range(2):
             vecenv.recv()
-            vecenv.send(np.zeros(4, np.int32))
+            vecenv.send(np.zeros(16, np.int32))
     pids = getattr(vecenv, "worker_pids", [])
     raised = []
 
