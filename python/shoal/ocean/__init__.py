@@ -1,0 +1,1 @@
+"""PufferLib Ocean envs on shoal."""
