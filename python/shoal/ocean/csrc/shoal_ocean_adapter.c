@@ -7,7 +7,8 @@
  *
  * The env struct of the binding (`Env`) lives inside shoal's own struct after `shoal_env base`.
  * Its buffer pointers are the env's rows of shoal's buffers; rand() is the env's shoal stream
- * (SHOAL_REPLACE_RAND; srand() is a no-op, so clock- or pid-seeded envs stay deterministic).
+ * (SHOAL_REPLACE_RAND, and random() likewise; srand() is a no-op, so clock- or pid-seeded envs
+ * stay deterministic).
  *
  * Episodes: an Ocean env resets itself inside c_step and reports finished episodes by adding
  * to its Log (log.n counts them). After a step that raised log.n, the adapter hands my_log's
@@ -18,6 +19,9 @@
  */
 #define SHOAL_REPLACE_RAND
 #include <shoal/env.h>
+/* BSD random()/srandom() are the same process-global generator under another name. */
+#define random() shoal_rand()
+#define srandom(seed) ((void)(seed))
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -71,6 +75,7 @@ typedef struct shoal_ocean_env {
     shoal_ocean_value params[SHOAL_OCEAN_NUM_PARAMS];  /* written by the core before init */
     float* float_actions;                              /* SHOAL_OCEAN_CONVERT_ACTIONS only */
     int32_t skip_reset;                                /* the env already reset itself in c_step */
+    int32_t initialized;                               /* my_init ran (at the first reset) */
     Env env;
 } shoal_ocean_env;
 
@@ -101,23 +106,26 @@ static int shoal_ocean_init(shoal_ocean_env* w) {
             return 1;
         }
     }
+    return 0;
+}
+
+/* PufferLib's env_init, run at the env's first reset: by then the core has seeded the env's
+ * stream from (vector seed, global env index), so my_init's `seed` keyword and its rand() calls
+ * are the same on every backend and thread count (a Serial env learns its index only then). */
+static void shoal_ocean_first_reset(shoal_ocean_env* w) {
     shoal_ocean_point_buffers(w);
-    /* rand() during my_init draws from a stream of this env's seed parameter (the core seeds
-     * the env's stream again at reset). */
-    PyObject entries[SHOAL_OCEAN_NUM_PARAMS];
-    int64_t seed = 0;
+    PyObject entries[SHOAL_OCEAN_NUM_PARAMS + 1];
     for (int i = 0; i < SHOAL_OCEAN_NUM_PARAMS; ++i) {
         entries[i] = (PyObject){.name = shoal_ocean_param_names[i]};
         entries[i].number = shoal_ocean_param_types[i] == SHOAL_PARAM_INT32 ? (double)w->params[i].i
                                                                             : (double)w->params[i].f;
-        if (strcmp(shoal_ocean_param_names[i], "seed") == 0) seed = w->params[i].i;
     }
-    shoal_rng_seed(&w->base.rng, (uint64_t)seed);
-    PyObject kwargs = {.entries = entries, .count = SHOAL_OCEAN_NUM_PARAMS, .owner = &w->base};
+    entries[SHOAL_OCEAN_NUM_PARAMS] = (PyObject){.name = "seed", .number = (double)(shoal_rng_next(&w->base.rng) >> 1)};
+    PyObject kwargs = {.entries = entries, .count = SHOAL_OCEAN_NUM_PARAMS + 1, .owner = &w->base};
     PyObject args = {.owner = &w->base};
     memset(&w->env.log, 0, sizeof(Log));
     my_init(&w->env, &args, &kwargs);
-    return w->base.failed ? 1 : 0;
+    w->initialized = 1;
 }
 
 static void shoal_ocean_reset(shoal_ocean_env* w) {
@@ -125,6 +133,10 @@ static void shoal_ocean_reset(shoal_ocean_env* w) {
     if (w->skip_reset) {
         w->skip_reset = 0;
         return;
+    }
+    if (!w->initialized) {
+        shoal_ocean_first_reset(w);
+        if (w->base.failed) return;
     }
     c_reset(&w->env);
 }
@@ -143,6 +155,10 @@ static int shoal_ocean_step(shoal_ocean_env* w) {
         const int32_t* actions = (const int32_t*)w->base.actions;
         for (int a = 0; a < SHOAL_OCEAN_ACTION_COUNT; ++a) w->float_actions[a] = (float)actions[a];
     }
+    if (!w->initialized) {
+        shoal_env_fail(&w->base, "stepped before its first reset");
+        return SHOAL_EPISODE_RUNNING;
+    }
     c_step(&w->env);
     if (w->env.log.n == 0.0f) return SHOAL_EPISODE_RUNNING;
     shoal_ocean_take_log(w);
@@ -153,7 +169,7 @@ static int shoal_ocean_step(shoal_ocean_env* w) {
 static void shoal_ocean_close(void* env) {
     shoal_ocean_env* w = (shoal_ocean_env*)env;
     shoal_ocean__current = &w->base;
-    c_close(&w->env);
+    if (w->initialized) c_close(&w->env);
     free(w->float_actions);
     w->float_actions = NULL;
 }

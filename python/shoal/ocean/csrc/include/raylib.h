@@ -9,7 +9,16 @@
 #define SHOAL_OCEAN_RAYLIB_H
 
 #include <stdbool.h>
+#include <stdlib.h>
 #include "shoal_ocean_runtime.h"
+
+/* raylib's allocation hooks are plain libc allocation (env code may allocate through them). */
+#ifndef RL_MALLOC
+#define RL_MALLOC(size) malloc(size)
+#define RL_CALLOC(count, size) calloc(count, size)
+#define RL_REALLOC(pointer, size) realloc(pointer, size)
+#define RL_FREE(pointer) free(pointer)
+#endif
 
 #ifndef PI
 #define PI 3.14159265358979323846f
@@ -122,6 +131,8 @@ enum {
 #define IsWindowReady(...) SHOAL_RL_VALUE(IsWindowReady, false)
 #define SetConfigFlags(...) SHOAL_RL_STUB(SetConfigFlags)
 #define SetTargetFPS(...) SHOAL_RL_STUB(SetTargetFPS)
+#define SetWindowSize(...) SHOAL_RL_STUB(SetWindowSize)
+#define SetWindowTitle(...) SHOAL_RL_STUB(SetWindowTitle)
 #define ToggleFullscreen(...) SHOAL_RL_STUB(ToggleFullscreen)
 #define ToggleBorderlessWindowed(...) SHOAL_RL_STUB(ToggleBorderlessWindowed)
 #define GetRenderWidth(...) SHOAL_RL_VALUE(GetRenderWidth, 0)
@@ -159,6 +170,8 @@ enum {
 #define IsMouseButtonPressed(...) SHOAL_RL_VALUE(IsMouseButtonPressed, false)
 #define IsMouseButtonReleased(...) SHOAL_RL_VALUE(IsMouseButtonReleased, false)
 #define GetMousePosition(...) SHOAL_RL_VALUE(GetMousePosition, ((Vector2){0, 0}))
+#define GetMouseX(...) SHOAL_RL_VALUE(GetMouseX, 0)
+#define GetMouseY(...) SHOAL_RL_VALUE(GetMouseY, 0)
 #define GetMouseWheelMove(...) SHOAL_RL_VALUE(GetMouseWheelMove, 0.0f)
 
 /* Shapes, text and textures. */

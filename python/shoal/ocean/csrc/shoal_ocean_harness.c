@@ -1,0 +1,168 @@
+/* shoal_ocean_harness.c — an Ocean env without shoal: PufferLib's vec_step loop in plain C.
+ *
+ * Built from the same staged sources, config header and flags as the env's shoal library
+ * (shoal.ocean.build.build_harness). Envs are calloc'ed, get their rows of plain buffers and
+ * my_init's keyword arguments (the config's defaults, seed = the env's 31-bit shoal seed, as
+ * shoal passes them), then each step runs `for (i...) c_step(&envs[i])`, like PufferLib's
+ * vec_step: nothing is zeroed between steps and the Log is never cleared.
+ *
+ *   harness trace NUM_ENVS STEPS SEED ACTIONS OUT  reads STEPS rows of int32 (or float32 for Box)
+ *       actions from ACTIONS; writes the observations after reset, then per step observations,
+ *       rewards and terminals to OUT. Built with SHOAL_OCEAN_HARNESS_SHOAL_RAND, rand() draws
+ *       from each env's shoal stream (seeded as shoal seeds it), so trajectories compare with
+ *       shoal's step for step.
+ *   harness bench NUM_ENVS STEPS SEED  steps random actions (drawn in advance) and prints
+ *       "<seconds> <agent steps>"; rand() is libc's, seeded with srand() as PufferLib does.
+ */
+#ifdef SHOAL_OCEAN_HARNESS_SHOAL_RAND
+#define SHOAL_REPLACE_RAND
+#endif
+#include <shoal/env.h>
+#ifdef SHOAL_OCEAN_HARNESS_SHOAL_RAND
+#define random() shoal_rand()
+#define srandom(seed) ((void)(seed))
+#endif
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "shoal_ocean_runtime.h"
+#include SHOAL_OCEAN_CONFIG
+#include SHOAL_OCEAN_BINDING
+
+#define HARNESS_FLOAT_ACTIONS _Generic((((Env*)0)->actions), float*: 1, default: 0)
+#define HARNESS_COUNT(NAME, TYPE, DEFAULT, INDEX) +1
+enum { HARNESS_NUM_PARAMS = 0 SHOAL_OCEAN_PARAMS(HARNESS_COUNT) };
+#define HARNESS_NAME(NAME, TYPE, DEFAULT, INDEX) NAME,
+static const char* const harness_names[] = {SHOAL_OCEAN_PARAMS(HARNESS_NAME)};
+#define HARNESS_VALUE(NAME, TYPE, DEFAULT, INDEX) \
+    (TYPE == SHOAL_PARAM_INT32 ? (double)(int32_t)(DEFAULT) : (double)(float)(DEFAULT)),
+static const double harness_defaults[] = {SHOAL_OCEAN_PARAMS(HARNESS_VALUE)};
+
+static const int32_t obs_shape[] = SHOAL_OCEAN_OBS_SHAPE;
+static const int32_t action_nvec[] = SHOAL_OCEAN_ACTION_NVEC;
+
+static void die(const char* what) {
+    fprintf(stderr, "harness: %s\n", what);
+    exit(2);
+}
+
+int main(int argc, char** argv) {
+    if (argc < 5) die("usage: harness trace|bench NUM_ENVS STEPS SEED [ACTIONS OUT]");
+    const int trace = strcmp(argv[1], "trace") == 0;
+    const long num_envs = atol(argv[2]), steps = atol(argv[3]);
+    const uint64_t seed = strtoull(argv[4], NULL, 10);
+    if (trace && argc < 7) die("trace needs ACTIONS and OUT");
+    const long agents = num_envs * SHOAL_OCEAN_NUM_AGENTS;
+    size_t obs_size = 1;
+    for (int d = 0; d < SHOAL_OCEAN_OBS_NDIM; ++d) obs_size *= (size_t)obs_shape[d];
+    const size_t obs_row = obs_size * SHOAL_OCEAN_OBS_ITEM_SIZE;
+    const long action_count = agents * SHOAL_OCEAN_ACTION_DIMS;
+    const int box = SHOAL_OCEAN_ACTION_KIND == SHOAL_ACTION_BOX;
+
+    Env* envs = calloc((size_t)num_envs, sizeof(Env));
+    shoal_rng* rngs = calloc((size_t)num_envs, sizeof(shoal_rng));
+    unsigned char* observations = calloc((size_t)agents, obs_row);
+    int32_t* int_actions = calloc((size_t)action_count, sizeof(int32_t));
+    float* float_actions = calloc((size_t)action_count, sizeof(float));
+    float* rewards = calloc((size_t)agents, sizeof(float));
+    unsigned char* terminals = calloc((size_t)agents, 1);
+    if (!envs || !rngs || !observations || !int_actions || !float_actions || !rewards || !terminals) die("out of memory");
+    (void)rngs;
+
+    /* PufferLib's vec_init then vec_reset, env by env. */
+    PyObject entries[HARNESS_NUM_PARAMS + 1];
+    for (long i = 0; i < num_envs; ++i) {
+        Env* env = &envs[i];
+        const long row = i * SHOAL_OCEAN_NUM_AGENTS;
+        env->observations = (__typeof__(env->observations))(observations + row * obs_row);
+        env->rewards = (__typeof__(env->rewards))(rewards + row);
+        env->terminals = (__typeof__(env->terminals))(terminals + row);
+        if (HARNESS_FLOAT_ACTIONS)
+            env->actions = (__typeof__(env->actions))(void*)(float_actions + row * SHOAL_OCEAN_ACTION_DIMS);
+        else
+            env->actions = (__typeof__(env->actions))(void*)(int_actions + row * SHOAL_OCEAN_ACTION_DIMS);
+        for (int p = 0; p < HARNESS_NUM_PARAMS; ++p)
+            entries[p] = (PyObject){.name = harness_names[p], .number = harness_defaults[p]};
+#ifdef SHOAL_OCEAN_HARNESS_SHOAL_RAND
+        /* As shoal does: the env's stream is seeded first, my_init's seed is its first draw. */
+        shoal_rng_seed(&rngs[i], shoal_env_seed(seed, (uint64_t)i));
+        shoal__current_rng = &rngs[i];
+        const double env_seed = (double)(shoal_rng_next(&rngs[i]) >> 1);
+#else
+        const double env_seed = (double)(i + (long)seed * num_envs);
+        srand((unsigned)env_seed);
+#endif
+        entries[HARNESS_NUM_PARAMS] = (PyObject){.name = "seed", .number = env_seed};
+        PyObject kwargs = {.entries = entries, .count = HARNESS_NUM_PARAMS + 1};
+        PyObject args = {0};
+        my_init(env, &args, &kwargs);
+#ifndef SHOAL_OCEAN_HARNESS_SHOAL_RAND
+        srand((unsigned)env_seed);
+#endif
+        c_reset(env);
+    }
+
+    if (trace) {
+        FILE* in = fopen(argv[5], "rb");
+        FILE* out = fopen(argv[6], "wb");
+        if (!in || !out) die("cannot open ACTIONS or OUT");
+        fwrite(observations, obs_row, (size_t)agents, out);
+        for (long t = 0; t < steps; ++t) {
+            if (box) {
+                if (fread(float_actions, sizeof(float), (size_t)action_count, in) != (size_t)action_count) die("short ACTIONS");
+            } else {
+                if (fread(int_actions, sizeof(int32_t), (size_t)action_count, in) != (size_t)action_count) die("short ACTIONS");
+                if (HARNESS_FLOAT_ACTIONS)
+                    for (long a = 0; a < action_count; ++a) float_actions[a] = (float)int_actions[a];
+            }
+            for (long i = 0; i < num_envs; ++i) {
+#ifdef SHOAL_OCEAN_HARNESS_SHOAL_RAND
+                shoal__current_rng = &rngs[i];
+#endif
+                c_step(&envs[i]);
+            }
+            fwrite(observations, obs_row, (size_t)agents, out);
+            fwrite(rewards, sizeof(float), (size_t)agents, out);
+            fwrite(terminals, 1, (size_t)agents, out);
+        }
+        fclose(in);
+        fclose(out);
+        return 0;
+    }
+
+    /* bench: a pool of random action rows drawn in advance, copied in like PufferLib's step does. */
+    enum { POOL = 256 };
+    int32_t* pool_int = malloc(sizeof(int32_t) * (size_t)action_count * POOL);
+    float* pool_float = malloc(sizeof(float) * (size_t)action_count * POOL);
+    if (!pool_int || !pool_float) die("out of memory");
+    uint64_t state = 0x2545F4914F6CDD1DULL ^ seed;
+    for (long k = 0; k < action_count * POOL; ++k) {
+        state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+        const uint32_t draw = (uint32_t)(state >> 33);
+        const int d = (int)(k % SHOAL_OCEAN_ACTION_DIMS);
+        pool_int[k] = box ? 0 : (int32_t)(draw % (uint32_t)action_nvec[d]);
+        pool_float[k] = box ? SHOAL_OCEAN_ACTION_LOW + (SHOAL_OCEAN_ACTION_HIGH - SHOAL_OCEAN_ACTION_LOW) *
+                                  (float)draw / 2147483648.0f
+                            : (float)pool_int[k];
+    }
+    struct timespec start, end;
+    for (long t = -steps / 10 - 1; t < steps; ++t) {  /* a tenth of the steps warm up, untimed */
+        if (t == 0) clock_gettime(CLOCK_MONOTONIC, &start);
+        const long k = ((t % POOL) + POOL) % POOL;
+        if (HARNESS_FLOAT_ACTIONS)
+            memcpy(float_actions, pool_float + k * action_count, sizeof(float) * (size_t)action_count);
+        else
+            memcpy(int_actions, pool_int + k * action_count, sizeof(int32_t) * (size_t)action_count);
+        for (long i = 0; i < num_envs; ++i) c_step(&envs[i]);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    const double seconds = (double)(end.tv_sec - start.tv_sec) + 1e-9 * (double)(end.tv_nsec - start.tv_nsec);
+    printf("%.9f %ld\n", seconds, steps * agents);
+    for (long i = 0; i < num_envs; ++i) c_close(&envs[i]);
+    return 0;
+}

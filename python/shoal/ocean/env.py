@@ -1,0 +1,111 @@
+"""Ocean envs as shoal native env classes (usable with every backend)."""
+
+from __future__ import annotations
+
+import numbers
+from pathlib import Path
+
+from .. import _native
+from ..native import NativeEnv
+from ..seeding import check_seed
+from . import pyclass, source
+from .build import Library, build_library
+from .errors import OceanError
+
+
+class OceanEnv(NativeEnv):
+    """``num_envs`` C envs of one PufferLib Ocean env, stepped by shoal's native core.
+
+    Keyword arguments are the Ocean class's own (``Snake(num_snakes=..., vision=...)``), given
+    when the class is made (``shoal.ocean.env_class``) or per vector (``env_kwargs``). Those that
+    change the layout (spaces, agents per env) need a class made for them. ``my_init`` runs at an
+    env's first reset, with ``seed`` (for envs that read it) and ``rand()`` drawn from the env's
+    shoal stream, so every backend and thread count builds the same envs.
+
+    Episodes: the env resets itself inside ``c_step``, so there are no shoal truncations and the
+    final observation of an ended episode is the first of the next one. Infos carry the env's
+    ``Log`` as PufferLib's ``vec_log`` reports it: each field averaged over the ``n`` episodes
+    (agent episodes, for multi-agent envs) that ended since the last report.
+    """
+
+    ocean: dict = {}
+
+    def __init__(self, num_envs: int = 1, buf=None, seed: int = 0, num_threads: int = 0, schedule: str = "static",
+                 pin_threads: bool = False, env_params: list[dict] | None = None, num_buffers: int = 1, **kwargs):
+        if isinstance(num_envs, bool) or not isinstance(num_envs, numbers.Integral) or num_envs < 1:
+            raise OceanError(f"num_envs must be an integer >= 1, got {num_envs!r}")
+        if env_params is not None and kwargs:
+            raise OceanError("pass keyword arguments either directly or as env_params, not both")
+        per_env = env_params if env_params is not None else [kwargs] * int(num_envs)
+        if not isinstance(per_env, list) or len(per_env) != num_envs or not all(isinstance(p, dict) for p in per_env):
+            raise OceanError(f"env_params must be a list of {num_envs} dicts (one per env)")
+        seed = check_seed(seed)
+        resolved = {}
+        params = []
+        for i, overrides in enumerate(per_env):
+            key = tuple(sorted(overrides.items(), key=lambda item: item[0]))
+            if key not in resolved:
+                resolved[key] = self._init_kwargs(overrides)
+            params.append(dict(resolved[key]))
+        super().__init__(num_envs=num_envs, buf=buf, seed=seed, num_threads=num_threads, schedule=schedule,
+                         pin_threads=pin_threads, env_params=params, num_buffers=num_buffers)
+
+    @classmethod
+    def _init_kwargs(cls, overrides: dict) -> dict:
+        info = cls.ocean
+        merged = dict(info["kwargs"])
+        merged.update(overrides)
+        model = pyclass.read_class(Path(info["class_path"]), merged)
+        layout = _layout(model)
+        if layout != info["layout"]:
+            changed = {k: v for k, v in overrides.items() if info["kwargs"].get(k, info["defaults"].get(k)) != v}
+            raise OceanError(f"{info['name']}: {changed} change the env's layout (agents per env, spaces): "
+                             f"{info['layout']} -> {layout}; make a class for them: "
+                             f"shoal.ocean.env_class({info['name']!r}, **{ {**info['kwargs'], **changed} })")
+        return {name: model.init_kwargs.get(name, 0) for name, _ in info["params"]}
+
+    def _log_infos(self) -> list:
+        """PufferLib's vec_log: Log fields summed over ended episodes, divided by their count n."""
+        log = self._vec.collect_log(0, self.num_envs)
+        self._episodes_since_log = 0
+        n = log.get("n")
+        if not n:
+            return [log]
+        report = {key: value / n for key, value in log.items() if key in self.ocean["stats"] and key != "n"}
+        report["n"] = n * log["episodes"]
+        return [report]
+
+
+def _layout(model: pyclass.ClassModel) -> tuple:
+    obs, action = model.observation_space, model.action_space
+    return (model.agents_per_env, str(obs.dtype), tuple(obs.shape), str(action))
+
+
+def make_class(name: str, ocean: Path, library: Library, model: pyclass.ClassModel, kwargs: dict,
+               defaults: dict) -> type[OceanEnv]:
+    try:
+        spec = _native.load_spec(str(library.path), name)
+    except ValueError as error:
+        raise OceanError(f"Ocean env {name!r} ({ocean / name / 'binding.c'}) built but cannot be loaded: {error}") \
+            from None
+    info = {"name": name, "ocean_dir": str(ocean), "class_path": str(model.path), "kwargs": dict(kwargs),
+            "defaults": defaults, "layout": _layout(model), "params": library.params, "stats": library.stats,
+            "dropped_stats": library.dropped_stats, "library": str(library.path)}
+    class_name = "Ocean" + "".join(part.capitalize() for part in name.split("_"))
+    doc = (f"PufferLib Ocean env {name!r} ({model.class_name}), compiled from {ocean / name}.\n\n"
+           + (OceanEnv.__doc__ or ""))
+    return type(class_name, (OceanEnv,), {"spec": spec, "ocean": info, "__doc__": doc, "__module__": "shoal.ocean"})
+
+
+def env_class(name: str, source_tree=None, **kwargs) -> type[OceanEnv]:
+    """A shoal native env class for Ocean env ``name``, built (once, then cached) from
+    ``source_tree`` (a PufferLib repository root or its pufferlib/ocean folder), or from the
+    pinned pufferlib 3.0.0 sdist when None. ``kwargs`` are the Ocean class's keyword arguments."""
+    ocean = source.ocean_dir(source_tree)
+    folder = source.env_dir(ocean, name)
+    class_path = folder / f"{name}.py"
+    defaults = pyclass.read_signature(class_path).defaults
+    model = pyclass.read_class(class_path, kwargs)
+    library = build_library(name, folder, model)
+    return make_class(name, ocean, library, model, kwargs, {k: v for k, v in defaults.items()
+                                                           if not isinstance(v, pyclass._Unknown)})
