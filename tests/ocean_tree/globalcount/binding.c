@@ -1,0 +1,14 @@
+#include "globalcount.h"
+
+#define Env GlobalCount
+#include "../env_binding.h"
+
+static int my_init(Env* env, PyObject* args, PyObject* kwargs) {
+    env->length = unpack(kwargs, "length");
+    return 0;
+}
+
+static int my_log(PyObject* dict, Log* log) {
+    assign_to_dict(dict, "score", log->score);
+    return 0;
+}
