@@ -90,7 +90,7 @@ def make_class(name: str, ocean: Path, library: Library, model: pyclass.ClassMod
             from None
     info = {"name": name, "ocean_dir": str(ocean), "class_path": str(model.path), "kwargs": dict(kwargs),
             "defaults": defaults, "layout": _layout(model), "params": library.params, "stats": library.stats,
-            "dropped_stats": library.dropped_stats, "library": str(library.path)}
+            "dropped_stats": library.dropped_stats, "library": library}
     class_name = "Ocean" + "".join(part.capitalize() for part in name.split("_"))
     doc = (f"PufferLib Ocean env {name!r} ({model.class_name}), compiled from {ocean / name}.\n\n"
            + (OceanEnv.__doc__ or ""))

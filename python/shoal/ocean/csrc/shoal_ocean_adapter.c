@@ -74,6 +74,11 @@ typedef struct shoal_ocean_env {
     shoal_env base;                                    /* Required first member (shoal/env.h) */
     shoal_ocean_value params[SHOAL_OCEAN_NUM_PARAMS];  /* written by the core before init */
     float* float_actions;                              /* SHOAL_OCEAN_CONVERT_ACTIONS only */
+    /* The env's own rewards and terminals: PufferLib never clears them between steps and some
+     * envs read them back (connect4 resets at the step after terminals[0] was set), while shoal's
+     * core zeroes its buffers before each step. The env keeps these; shoal's rows get a copy. */
+    float rewards[SHOAL_OCEAN_NUM_AGENTS];
+    unsigned char terminals[SHOAL_OCEAN_NUM_AGENTS];
     int32_t skip_reset;                                /* the env already reset itself in c_step */
     int32_t initialized;                               /* my_init ran (at the first reset) */
     Env env;
@@ -89,8 +94,8 @@ static const char* const shoal_ocean_stat_names[] = {SHOAL_OCEAN_STATS(SHOAL_OCE
 static void shoal_ocean_point_buffers(shoal_ocean_env* w) {
     Env* env = &w->env;
     env->observations = (__typeof__(env->observations))w->base.observations;
-    env->rewards = (__typeof__(env->rewards))w->base.rewards;
-    env->terminals = (__typeof__(env->terminals))w->base.terminals;
+    env->rewards = (__typeof__(env->rewards))w->rewards;
+    env->terminals = (__typeof__(env->terminals))w->terminals;
     if (SHOAL_OCEAN_CONVERT_ACTIONS)
         env->actions = (__typeof__(env->actions))(void*)w->float_actions;
     else
@@ -128,6 +133,11 @@ static void shoal_ocean_first_reset(shoal_ocean_env* w) {
     w->initialized = 1;
 }
 
+static inline void shoal_ocean_publish(shoal_ocean_env* w) {
+    memcpy(w->base.rewards, w->rewards, sizeof w->rewards);
+    memcpy(w->base.terminals, w->terminals, sizeof w->terminals);
+}
+
 static void shoal_ocean_reset(shoal_ocean_env* w) {
     shoal_ocean__current = &w->base;
     if (w->skip_reset) {
@@ -139,6 +149,7 @@ static void shoal_ocean_reset(shoal_ocean_env* w) {
         if (w->base.failed) return;
     }
     c_reset(&w->env);
+    shoal_ocean_publish(w);
 }
 
 /* Moves the env's Log into shoal's stats and clears it (as PufferLib's vec_log does). */
@@ -160,6 +171,7 @@ static int shoal_ocean_step(shoal_ocean_env* w) {
         return SHOAL_EPISODE_RUNNING;
     }
     c_step(&w->env);
+    shoal_ocean_publish(w);
     if (w->env.log.n == 0.0f) return SHOAL_EPISODE_RUNNING;
     shoal_ocean_take_log(w);
     w->skip_reset = 1;

@@ -1,0 +1,66 @@
+"""The env's C code without shoal: PufferLib's ``for i: c_step(&envs[i])`` loop as a plain C program.
+
+Built from an Ocean class's library (same staged sources, config and flags, see
+csrc/shoal_ocean_harness.c). Tests compare shoal's trajectories with it step for step; the
+benchmark times it as the baseline shoal must keep up with.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+from .build import build_harness
+from .env import OceanEnv
+from .errors import OceanError
+
+
+def _program(env_class: type[OceanEnv], workdir: Path, shoal_rand: bool) -> Path:
+    library = env_class.ocean["library"]
+    out = Path(workdir) / f"{library.name}-{library.folder.name}-{'trace' if shoal_rand else 'bench'}"
+    return out if out.is_file() else build_harness(library, out, shoal_rand)
+
+
+def trace(env_class: type[OceanEnv], num_envs: int, seed: int, actions: np.ndarray, workdir: Path) -> dict:
+    """Observations after reset and per step, rewards and terminals per step, of ``num_envs`` envs
+    stepped by the harness with ``actions`` (steps, agents, ...); rand() is each env's shoal stream."""
+    program = _program(env_class, workdir, shoal_rand=True)
+    probe = env_class(num_envs=1)
+    obs_space, agents = probe.single_observation_space, probe.num_agents * num_envs
+    probe.close()
+    steps = len(actions)
+    workdir = Path(workdir)
+    action_file, out_file = workdir / "actions.bin", workdir / "trace.bin"
+    dtype = np.float32 if actions.dtype == np.float32 else np.int32
+    np.ascontiguousarray(actions, dtype=dtype).tofile(action_file)
+    result = subprocess.run([str(program), "trace", str(num_envs), str(steps), str(seed), str(action_file),
+                             str(out_file)], capture_output=True, text=True, timeout=600)
+    if result.returncode != 0:
+        raise OceanError(f"harness of {env_class.__name__} failed: {result.stderr.strip()}")
+    raw = np.fromfile(out_file, dtype=np.uint8)
+    obs_bytes = agents * int(np.prod(obs_space.shape)) * obs_space.dtype.itemsize
+    step_bytes = obs_bytes + agents * 4 + agents
+    if raw.size != obs_bytes + steps * step_bytes:
+        raise OceanError(f"harness of {env_class.__name__} wrote {raw.size} bytes, expected "
+                         f"{obs_bytes + steps * step_bytes}")
+    obs = [raw[:obs_bytes].view(obs_space.dtype).reshape(agents, *obs_space.shape)]
+    rewards, terminals = [], []
+    for t in range(steps):
+        base = obs_bytes + t * step_bytes
+        obs.append(raw[base:base + obs_bytes].view(obs_space.dtype).reshape(agents, *obs_space.shape))
+        rewards.append(raw[base + obs_bytes:base + obs_bytes + 4 * agents].view(np.float32))
+        terminals.append(raw[base + obs_bytes + 4 * agents:base + step_bytes].astype(bool))
+    return {"obs": np.stack(obs), "rewards": np.stack(rewards), "terminals": np.stack(terminals)}
+
+
+def bench(env_class: type[OceanEnv], num_envs: int, steps: int, workdir: Path, seed: int = 0) -> float:
+    """Agent steps per second of the bare loop (libc rand(), as PufferLib runs it)."""
+    program = _program(env_class, workdir, shoal_rand=False)
+    result = subprocess.run([str(program), "bench", str(num_envs), str(steps), str(seed)], capture_output=True,
+                            text=True, timeout=600)
+    if result.returncode != 0:
+        raise OceanError(f"harness of {env_class.__name__} failed: {result.stderr.strip()}")
+    seconds, agent_steps = result.stdout.split()
+    return float(agent_steps) / float(seconds)
