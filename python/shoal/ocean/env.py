@@ -72,7 +72,11 @@ class OceanEnv(NativeEnv):
         if not n:
             return [log]
         report = {key: value / n for key, value in log.items() if key in self.ocean["stats"] and key != "n"}
-        report["n"] = n * log["episodes"]
+        if self.num_agents == self.num_envs:  # one agent per env: shoal's own episode sums are exact
+            for key in ("episode_return", "episode_length"):
+                report.setdefault(key, log[key])
+        report["episodes"] = log["episodes"]  # shoal episodes: steps of an env that ended some
+        report["n"] = n * log["episodes"]  # episodes the env logged (agent episodes)
         return [report]
 
 

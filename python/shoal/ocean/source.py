@@ -76,8 +76,21 @@ class _Links(html.parser.HTMLParser):
             self.links.extend(value for name, value in attrs if name == "href" and value)
 
 
+def _local_page(page: str) -> str | None:
+    """A file:// index page: the folder's index.html, else its file names as links (as pip reads it)."""
+    folder = Path(urllib.request.url2pathname(urllib.parse.urlsplit(page).path))
+    if (folder / "index.html").is_file():
+        return (folder / "index.html").read_text(errors="replace")
+    if folder.is_dir():
+        return "".join(f'<a href="{p.name}">{p.name}</a>' for p in folder.iterdir())
+    return None
+
+
 def _sdist_url(index: str) -> str | None:
     page = index.rstrip("/") + f"/{SDIST_PROJECT}/"
+    if page.startswith("file:"):
+        body = _local_page(page)
+        return _find_link(page, body) if body is not None else None
     request = urllib.request.Request(page, headers={
         "Accept": "application/vnd.pypi.simple.v1+json, text/html;q=0.1"})
     try:
@@ -91,6 +104,10 @@ def _sdist_url(index: str) -> str | None:
             if entry.get("filename") == SDIST_FILENAME:
                 return urllib.parse.urljoin(page, entry["url"])
         return None
+    return _find_link(page, body)
+
+
+def _find_link(page: str, body: str) -> str | None:
     parser = _Links()
     parser.feed(body)
     for link in parser.links:

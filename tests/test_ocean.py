@@ -1,0 +1,288 @@
+"""PufferLib Ocean envs from the pinned pufferlib 3.0.0 sdist, compiled unmodified, on shoal.
+
+Each env is compiled once per session into a temporary build cache (the sdist itself is fetched
+once into the user's cache). Parity: Serial == Multithreading T=0..3 (static and dynamic) ==
+PufferEnv, bit for bit over 2,000 random steps. Dynamics: shoal's trajectories equal those of
+the env's own C code driven directly by a C harness (PufferLib's vec_step loop), step for step.
+"""
+
+import os
+import shutil
+import time
+
+import numpy as np
+import pytest
+
+import shoal.ocean as ocean
+from shoal.errors import APIUsageError, EnvError
+from shoal.ocean import build, harness, source
+from shoal.ocean.check import check
+from shoal.ocean.errors import OceanError
+from shoal.vector import make
+
+from rollouts import action_batches, assert_same, rollout
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TEST_TREE = os.path.join(HERE, "ocean_tree")  # Ocean-layout envs written for these tests
+
+# Ocean class keyword arguments per env; heavy multi-agent envs get fewer agents to stay quick.
+ENVS = {
+    "blastar": {}, "breakout": {}, "cartpole": {}, "checkers": {}, "connect4": {}, "convert": {"num_agents": 32},
+    "cpr": {}, "drone": {}, "enduro": {}, "go": {}, "pacman": {}, "pong": {}, "rware": {},
+    "snake": {"num_snakes": 16, "num_food": 64, "width": 40, "height": 40}, "squared": {}, "target": {},
+    "template": {}, "terraform": {"num_agents": 4, "map_size": 32}, "tetris": {}, "trash_pickup": {},
+    "tripletriad": {},
+}
+MULTI_AGENT = ("convert", "cpr", "rware", "snake", "target", "terraform", "trash_pickup")
+REQUIRED = ("go", "pacman", "enduro", "terraform", "snake", "breakout", "cartpole", "squared")
+NUM_ENVS = 4
+STEPS = 2000
+
+
+@pytest.fixture(scope="session")
+def ocean_tree(tmp_path_factory):
+    """The sdist's pufferlib/ocean (fetched once into the user's cache); builds go to a session tmp dir."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SHOAL_OCEAN_BUILD_CACHE", str(tmp_path_factory.mktemp("ocean_builds")))
+        yield source.ocean_dir()
+
+
+_classes = {}
+
+
+@pytest.fixture(scope="session")
+def env_class(ocean_tree):
+    def get(name):
+        if name not in _classes:
+            _classes[name] = ocean.env_class(name, **ENVS[name])
+        return _classes[name]
+    return get
+
+
+def test_acceptance_set_is_covered():
+    assert set(REQUIRED) <= set(ENVS) and len(ENVS) >= 10
+    assert len(MULTI_AGENT) >= 2 and set(MULTI_AGENT) <= set(ENVS)
+
+
+def test_sdist_is_the_pinned_file(ocean_tree):
+    archive = source.fetch_sdist()
+    assert archive.name == "pufferlib-3.0.0.tar.gz"
+    assert source._sha256(archive) == source.SDIST_SHA256
+    assert set(ENVS) <= set(ocean.available())
+
+
+@pytest.mark.parametrize("name", sorted(ENVS))
+def test_compiled_sources_are_byte_identical(env_class, ocean_tree, name):
+    library = env_class(name).ocean["library"]
+    staged = library.folder / "ocean" / name
+    files = sorted(p.relative_to(staged) for p in staged.rglob("*") if p.is_file())
+    assert {"binding.c", f"{name}.h"} <= {str(f) for f in files}
+    tree = ocean_tree / name
+    for relative in files:
+        assert (staged / relative).read_bytes() == (tree / relative).read_bytes(), f"{name}/{relative} was modified"
+    # What the binding includes as "../env_binding.h" is shoal's contract, not PufferLib's.
+    ours = (library.folder / "ocean" / "env_binding.h").read_bytes()
+    assert ours == (build.CSRC / "env_binding.h").read_bytes()
+    assert ours != (ocean_tree / "env_binding.h").read_bytes()
+
+
+def _trajectory_changes(ref):
+    moved = not np.array_equal(ref["obs"][0], ref["obs"][-1])
+    events = ref["terminals"].any() or np.any(ref["rewards"] != 0)
+    return moved and events
+
+
+@pytest.mark.parametrize("name", sorted(ENVS))
+def test_backends_agree_bit_for_bit(env_class, name):
+    cls = env_class(name)
+    with make([cls] * NUM_ENVS, backend="Serial", num_envs=NUM_ENVS, seed=3) as vecenv:
+        reference = rollout(vecenv, STEPS, seed=3)
+    assert _trajectory_changes(reference), f"{name}: the rollout must move and reward or end episodes"
+    for threads in (0, 1, 2, 3):
+        for schedule in ("static", "dynamic"):
+            with make(cls, backend="Multithreading", num_envs=NUM_ENVS, seed=3, max_num_threads=threads,
+                      schedule=schedule) as vecenv:
+                assert_same(reference, rollout(vecenv, STEPS, seed=3), f"{name} Multithreading T={threads} {schedule}")
+    env = cls(num_envs=NUM_ENVS, seed=3)
+    try:
+        assert_same(reference, rollout(env, STEPS, seed=3), f"{name} PufferEnv")
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("name", sorted(ENVS))
+def test_dynamics_equal_the_env_driven_directly(env_class, tmp_path, name):
+    """The env's C code stepped by a plain C loop (PufferLib's vec_step, same sources and flags,
+    rand() from the same per-env streams) gives shoal's observations, rewards and terminals."""
+    cls = env_class(name)
+    env = cls(num_envs=3, seed=5)
+    try:
+        actions = action_batches(env, 1000, 1)
+        got = rollout(env, 1000, seed=5)
+    finally:
+        env.close()
+    direct = harness.trace(cls, 3, 5, actions, tmp_path)
+    for key in ("obs", "rewards", "terminals"):
+        np.testing.assert_array_equal(got[key], direct[key], err_msg=f"{name}: {key} differ from the C loop")
+
+
+def test_multiprocessing_runs_ocean_envs(env_class, time_limit):
+    time_limit(240)
+    cls = env_class("snake")
+    with make([cls] * NUM_ENVS, backend="Serial", num_envs=NUM_ENVS, seed=1) as vecenv:
+        reference = rollout(vecenv, 200, seed=1)
+    with make(cls, backend="Multiprocessing", num_envs=NUM_ENVS, num_workers=2, seed=1) as vecenv:
+        assert_same(reference, rollout(vecenv, 200, seed=1), "snake Multiprocessing")
+
+
+def test_infos_report_the_env_log_as_pufferlib_does(env_class):
+    cls = env_class("cartpole")
+    with make(cls, backend="Multithreading", num_envs=64, max_num_threads=2, seed=0) as vecenv:
+        vecenv.reset(0)
+        actions = np.zeros(64, dtype=np.int32)
+        reports = []
+        for _ in range(200):
+            reports += vecenv.step(actions)[4]
+    assert reports, "episodes ended, so the log must be reported"
+    report = reports[0]
+    assert {"score", "episode_length", "pole_angle_termination", "x_threshold_termination", "n"} <= set(report)
+    assert report["n"] >= 64
+    # Always pushing left: the pole falls within a few dozen steps, every step rewards 1.
+    assert 5 <= report["episode_length"] <= 60
+    assert report["score"] == pytest.approx(report["episode_length"], rel=1e-5)
+    assert 0 < report["episode_return"] <= report["episode_length"]  # shoal's reward sum (no env key)
+    assert report["pole_angle_termination"] + report["x_threshold_termination"] == pytest.approx(1.0)
+
+
+def test_clock_and_pid_seeded_envs_are_deterministic(env_class):
+    """rware calls srand(time(NULL)), terraform seeds from the clock and the pid: runs a second
+    apart give the same trajectories, and another seed gives others."""
+    for name in ("rware", "terraform"):
+        cls = env_class(name)
+        runs = []
+        for seed in (7, 7, 8):
+            env = cls(num_envs=2, seed=seed)
+            runs.append(rollout(env, 100, seed=seed))
+            env.close()
+            time.sleep(0.6)
+        assert_same(runs[0], runs[1], f"{name} same seed")
+        assert not np.array_equal(runs[0]["obs"], runs[2]["obs"]), f"{name}: another seed must differ"
+
+
+def test_check_passes_on_ocean_envs(env_class):
+    for name in ("cartpole", "snake", "terraform", "checkers"):
+        result = check(env_class(name), backend="Multithreading", num_envs=4, steps=300, max_num_threads=2)
+        assert result.passed, str(result)
+
+
+def test_check_names_env_and_step_of_global_state(ocean_tree):
+    cls = ocean.env_class("globalcount", TEST_TREE)
+    result = check(cls, backend="Multithreading", num_envs=4, steps=50, max_num_threads=2)
+    assert not result.passed
+    assert (result.mismatch.step, result.mismatch.env, result.mismatch.field) == (1, 0, "observations")
+    assert "at step 1 in env 0" in str(result)
+
+
+def test_class_keywords_reach_my_init(env_class):
+    cls = env_class("snake")
+    runs = []
+    for reward_death in (-1.0, -5.0):
+        env = cls(num_envs=2, seed=2, reward_death=reward_death)
+        runs.append(rollout(env, 300, seed=2))
+        env.close()
+    assert runs[0]["rewards"].min() == pytest.approx(-1.0) and runs[1]["rewards"].min() == pytest.approx(-5.0)
+
+
+def test_layout_keywords_need_their_own_class(env_class):
+    with pytest.raises(OceanError, match="layout.*env_class"):
+        env_class("snake")(num_envs=1, num_snakes=4)
+    with pytest.raises(OceanError, match="no keyword argument.*'bogus'.*valid"):
+        env_class("snake")(num_envs=1, bogus=1)
+    small = ocean.env_class("snake", num_snakes=4, num_food=16, width=20, height=20)
+    with make(small, backend="Multithreading", num_envs=2, max_num_threads=2) as vecenv:
+        assert vecenv.num_agents == 8
+
+
+def test_raylib_called_outside_rendering_is_an_env_error(ocean_tree):
+    """boids reads the keyboard inside c_step: shoal's raylib stand-in reports it, no crash."""
+    cls = ocean.env_class("boids")
+    env = cls(num_envs=1)
+    try:
+        env.reset(0)
+        with pytest.raises(EnvError, match="IsKeyDown"):
+            env.step(np.zeros((env.num_agents, 2), dtype=np.int32))
+    finally:
+        env.close()
+
+
+# ---- bad input -------------------------------------------------------------------------------------
+
+def _copy_tree(tmp_path, name="globalcount"):
+    tree = tmp_path / "tree"
+    shutil.copytree(os.path.join(TEST_TREE, name), tree / name)
+    return tree
+
+
+def _leftovers(root):
+    return sorted(p.name for p in root.iterdir()) if root.exists() else []
+
+
+def test_unknown_env_lists_the_available_ones(ocean_tree):
+    with pytest.raises(OceanError, match=r"no Ocean env 'snak'.*available: .*snake"):
+        ocean.env_class("snak")
+
+
+def test_missing_files_are_named(tmp_path):
+    tree = _copy_tree(tmp_path)
+    (tree / "globalcount" / "globalcount.h").unlink()
+    with pytest.raises(OceanError, match="globalcount.h is missing"):
+        ocean.env_class("globalcount", tree)
+    with pytest.raises(OceanError, match="not a PufferLib source tree"):
+        ocean.env_class("globalcount", tmp_path / "nowhere")
+
+
+def test_compile_error_shows_the_compiler_and_leaves_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("SHOAL_OCEAN_BUILD_CACHE", str(tmp_path / "builds"))
+    tree = _copy_tree(tmp_path)
+    header = tree / "globalcount" / "globalcount.h"
+    header.write_text(header.read_text().replace("env->tick += 1;", "env->tick += undeclared_thing;"))
+    with pytest.raises(OceanError, match=r"(?s)binding\.c.*undeclared_thing"):
+        ocean.env_class("globalcount", tree)
+    assert _leftovers(tmp_path / "builds") == []
+
+
+def test_unreadable_python_class_names_the_file(tmp_path):
+    tree = _copy_tree(tmp_path)
+    script = tree / "globalcount" / "globalcount.py"
+    script.write_text("class Broken(:\n")
+    with pytest.raises(OceanError, match=r"globalcount\.py.*syntax error"):
+        ocean.env_class("globalcount", tree)
+    script.write_text("class NoBinding:\n    def __init__(self, num_envs=1):\n        self.num_agents = 1\n")
+    with pytest.raises(OceanError, match=r"globalcount\.py.*binding\.vec_init"):
+        ocean.env_class("globalcount", tree)
+    script.write_text(
+        "import gymnasium\nfrom pufferlib.ocean.x import binding\nclass C:\n"
+        "    def __init__(self, num_envs=1, buf=None, seed=0):\n"
+        "        self.single_observation_space = load_space()\n"
+        "        self.single_action_space = gymnasium.spaces.Discrete(2)\n        self.num_agents = 1\n"
+        "        binding.vec_init(num_envs, seed, length=3)\n")
+    with pytest.raises(OceanError, match=r"globalcount\.py:5.*load_space"):
+        ocean.env_class("globalcount", tree)
+
+
+def test_bad_sdist_is_refused_and_not_kept(tmp_path, monkeypatch):
+    """An index serving a file with another sha256: a clear error, nothing left in the cache."""
+    index = tmp_path / "index"
+    (index / "pufferlib").mkdir(parents=True)
+    (index / "pufferlib" / "pufferlib-3.0.0.tar.gz").write_bytes(b"not the sdist")
+    (index / "pufferlib" / "index.html").write_text('<a href="pufferlib-3.0.0.tar.gz">pufferlib-3.0.0.tar.gz</a>')
+    monkeypatch.setenv("SHOAL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("PIP_INDEX_URL", index.as_uri())
+    monkeypatch.setenv("PIP_EXTRA_INDEX_URL", "")
+    with pytest.raises(OceanError, match="sha256"):
+        source.fetch_sdist()
+    assert _leftovers(tmp_path / "cache" / "downloads") == []
+
+
+def test_ocean_errors_are_api_usage_errors():
+    assert issubclass(OceanError, APIUsageError)
