@@ -35,7 +35,9 @@ CSRC = Path(__file__).resolve().parent / "csrc"
 # here, never an unresolved symbol at load time.
 CFLAGS = ("-O2", "-fwrapv", "-DNDEBUG", "-DPLATFORM_DESKTOP", "-std=gnu11", "-Wno-alloc-size-larger-than",
           "-Werror=implicit-function-declaration")
-LIBRARY_FLAGS = ("-shared", "-fPIC", "-fvisibility=hidden")
+# initial-exec: the rand() drop-in reads a thread-local per call; in a dlopen'ed library the default
+# model makes that a __tls_get_addr call, initial-exec a single load (a few bytes of static TLS).
+LIBRARY_FLAGS = ("-shared", "-fPIC", "-fvisibility=hidden", "-ftls-model=initial-exec")
 STAGED_SUFFIXES = (".c", ".h")
 _DTYPES = {np.dtype(np.float32): "SHOAL_FLOAT32", np.dtype(np.uint8): "SHOAL_UINT8",
            np.dtype(np.int8): "SHOAL_INT8", np.dtype(np.int32): "SHOAL_INT32"}

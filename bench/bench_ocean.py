@@ -1,0 +1,134 @@
+"""PufferLib Ocean envs (pufferlib 3.0.0 sdist, C files unmodified) on shoal, in one run.
+
+    python bench/bench_ocean.py [--repeats 3] [--scale 1.0] [--envs go,snake] [--markdown bench/results/ocean.md]
+
+Per env, at a size where a batch is substantial:
+  (a) the env's own loop as PufferLib's vec_step runs it: `for i: c_step(&envs[i])` in a plain C
+      program built from the same staged sources and flags, libc rand() as in PufferLib, the
+      actions of each step copied in from a pool drawn in advance (no shoal, no Python);
+  (b) shoal Multithreading T=0 (the caller steps every env), (c) T=2, (d) make() defaults;
+      send+recv per batch, actions generated in advance, after reset and 20 warm-up steps.
+Every case runs --repeats times, cases interleaved round-robin (seed 001 methodology); medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import statistics
+import tempfile
+from pathlib import Path
+
+from shoal import benchmark
+from shoal.benchmark import Case
+from shoal.ocean import env_class, harness
+from shoal.vector import make
+
+# env -> (Ocean class keyword arguments, num_envs, agent steps per measurement at --scale 1)
+SIZES = {
+    "go": ({}, 1024, 400_000),
+    "pacman": ({}, 1024, 1_000_000),
+    "enduro": ({}, 1024, 1_000_000),
+    "terraform": ({}, 128, 1_000_000),
+    "drone": ({}, 1024, 4_000_000),
+    "snake": ({}, 16, 2_000_000),
+    "breakout": ({}, 1024, 2_000_000),
+    "tetris": ({}, 1024, 2_000_000),
+    "pong": ({}, 4096, 8_000_000),
+    "rware": ({}, 256, 4_000_000),
+    "cartpole": ({}, 4096, 12_000_000),
+    "squared": ({}, 4096, 20_000_000),
+}
+# Seed 003's table (PufferLib's Multithreading PR, its machine, end to end with training) and the
+# issue's single-thread figures of PufferLib 3.0's native vector on a 2-vCPU guest (agent steps/s).
+PR_ROWS = {"go": "520K → 690K", "pacman": "800K → 890K", "enduro": "720K → 520K", "terraform": "370K → 380K",
+           "drone": "drone_swarm 1.1M → 940K"}
+PUFFER_1T = {"go": 0.88e6, "pacman": 2.2e6, "enduro": 2.1e6, "terraform": 2.3e6, "snake": 4.7e6, "breakout": 4.7e6,
+             "tetris": 4.4e6, "pong": 33e6, "drone": 19e6, "rware": 19e6, "cartpole": 33e6, "squared": 71e6}
+
+
+class HarnessCase:
+    """(a): the bare C loop, timed inside the program."""
+
+    def __init__(self, name, cls, num_envs, agent_steps, workdir):
+        self.name, self.cls, self.num_envs, self.workdir = name, cls, num_envs, workdir
+        agents = cls(num_envs=1).num_agents * num_envs
+        self.steps = max(1, agent_steps // agents)
+        self.samples = []
+
+    def run(self):
+        self.samples.append(harness.bench(self.cls, self.num_envs, self.steps, self.workdir))
+        return self.samples[-1]
+
+    @property
+    def median(self):
+        return statistics.median(self.samples)
+
+
+def shoal_case(label, cls, num_envs, threads, agent_steps):
+    options = {} if threads == "default" else {"max_num_threads": threads}
+    build = functools.partial(make, cls, backend="Multithreading", num_envs=num_envs, **options)
+    return Case(label, build, agent_steps)
+
+
+def fmt(sps: float) -> str:
+    return f"{sps / 1e6:.2f}M" if sps >= 1e6 else f"{sps / 1e3:.0f}K"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--scale", type=float, default=1.0, help="multiplies every agent-step budget")
+    parser.add_argument("--envs", help="comma-separated subset of: " + ",".join(SIZES))
+    parser.add_argument("--source", help="PufferLib tree (default: the pinned pufferlib 3.0.0 sdist)")
+    parser.add_argument("--markdown", help="write the table to this file")
+    args = parser.parse_args()
+    names = args.envs.split(",") if args.envs else list(SIZES)
+
+    workdir = Path(tempfile.mkdtemp(prefix="bench_ocean_"))
+    rows = {}
+    for name in names:
+        kwargs, num_envs, budget = SIZES[name]
+        steps = int(budget * args.scale)
+        cls = env_class(name, args.source, **kwargs)
+        rows[name] = {
+            "num_envs": num_envs,
+            "agents": cls(num_envs=1).num_agents * num_envs,
+            "a": HarnessCase(f"{name} (a) C loop", cls, num_envs, steps, workdir),
+            "b": shoal_case(f"{name} (b) T=0", cls, num_envs, 0, steps),
+            "c": shoal_case(f"{name} (c) T=2", cls, num_envs, 2, steps),
+            "d": shoal_case(f"{name} (d) default", cls, num_envs, "default", steps),
+        }
+    for r in range(args.repeats):
+        for name, row in rows.items():
+            for key in "abcd":
+                case = row[key]
+                if key == "a":
+                    sps = case.run()
+                else:
+                    benchmark.run_cases([case], 1, log=lambda *_: None)
+                    sps = case.samples[-1]
+                print(f"  repeat {r + 1}/{args.repeats}  {case.name:<28} {sps:>14,.0f} SPS", flush=True)
+
+    headers = ["env", "envs × agents", "(a) C loop", "(b) T=0", "(c) T=2", "(d) default", "b/a", "c/a", "d/b",
+               "PufferLib 1 thread (issue)", "PR #382 (seed 003)"]
+    table = []
+    for name, row in rows.items():
+        a, b, c, d = (row[k].median for k in "abcd")
+        table.append([name, f"{row['num_envs']} × {row['agents'] // row['num_envs']}", fmt(a), fmt(b), fmt(c),
+                      fmt(d), f"{b / a:.2f}", f"{c / a:.2f}", f"{d / b:.2f}", fmt(PUFFER_1T[name]),
+                      PR_ROWS.get(name, "")])
+    info = benchmark.system_info({"what is timed": "(a) the C loop inside the program; (b)-(d) send+recv per batch",
+                                  "repeats": args.repeats, "source": args.source or "pufferlib 3.0.0 sdist"})
+    notes = [
+        "Agent steps per second, medians of the repeats, cases interleaved. T = threads incl. the caller; "
+        "default = make() without max_num_threads (physical cores).",
+        "(a) is PufferLib's own vec_step loop over the same compiled sources and flags (-O2), without Python.",
+        "PufferLib 1 thread: the issue's figures for PufferLib 3.0's native vector on a 2-vCPU guest (another machine).",
+        "PR #382: its before → after SPS (end to end with training, its machine); not comparable in absolute terms.",
+    ]
+    benchmark.publish(benchmark.format_markdown("Ocean envs on shoal", info, table, headers, notes), args.markdown)
+
+
+if __name__ == "__main__":
+    main()
