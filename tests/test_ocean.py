@@ -286,3 +286,43 @@ def test_bad_sdist_is_refused_and_not_kept(tmp_path, monkeypatch):
 
 def test_ocean_errors_are_api_usage_errors():
     assert issubclass(OceanError, APIUsageError)
+
+
+# ---- command line and config.ini --------------------------------------------------------------------
+
+def _write_config(tmp_path, env_lines):
+    path = tmp_path / "config.ini"
+    path.write_text("[env]\n" + env_lines + "\n[vec]\nbackend = Multithreading\nnum_envs = 4\nmax_num_threads = 2\n"
+                    "[run]\nsteps = 20000\nwarmup = 2\n")
+    return path
+
+
+def test_cli_ocean_list_and_build(ocean_tree, capsys):
+    from shoal.cli import main
+    assert main(["ocean", "list"]) == 0
+    assert "terraform" in capsys.readouterr().out
+    assert main(["ocean", "build", "snake", "num_snakes=8", "num_food=32", "width=20", "height=20"]) == 0
+    out = capsys.readouterr().out
+    assert "agents/env: 8" in out and "reward_death" in out
+    assert main(["ocean", "build", "snak"]) == 2
+    assert "available:" in capsys.readouterr().err
+
+
+def test_config_runs_and_checks_ocean_envs(ocean_tree, tmp_path, capsys):
+    from shoal.cli import main
+    config = _write_config(tmp_path, "name = ocean:squared\nsize = 7")
+    assert main(["run", "--config", str(config)]) == 0
+    assert "SPS" in capsys.readouterr().out
+    assert main(["check", "--config", str(config), "--steps", "200"]) == 0
+    assert "identical" in capsys.readouterr().out
+    broken = _write_config(tmp_path, f"name = ocean:globalcount\nocean_source = {TEST_TREE}")
+    assert main(["check", "--config", str(broken), "--steps", "20"]) == 1
+    assert "at step 1 in env 0" in capsys.readouterr().out
+    unknown = _write_config(tmp_path, "name = ocean:nope")
+    assert main(["run", "--config", str(unknown)]) == 2
+    assert "available:" in capsys.readouterr().err
+
+
+def test_check_works_on_bundled_native_envs():
+    from shoal.envs import CartPole
+    assert check(CartPole, backend="Multithreading", num_envs=4, steps=200, max_num_threads=2).passed

@@ -12,7 +12,7 @@ import numpy as np
 
 from . import __version__, _native
 from .benchmark import cpu_model, random_actions
-from .config import ConfigError, load, make_from_config
+from .config import ConfigError, load, make_from_config, parse_value
 from .errors import APIUsageError, EnvError
 
 
@@ -145,6 +145,63 @@ def positive_int(text: str) -> int:
     return value
 
 
+def cmd_ocean_list(args, overrides) -> int:
+    from .ocean import available, ocean_dir
+
+    print(f"Ocean envs in {ocean_dir(args.source)}:")
+    for name in available(args.source):
+        print(f"  {name}")
+    return 0
+
+
+def cmd_ocean_build(args, overrides) -> int:
+    from .ocean import env_class
+
+    kwargs = {}
+    for item in args.kwargs:
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise APIUsageError(f"keyword arguments look like num_snakes=64, got {item!r}")
+        kwargs[key] = parse_value(value)
+    cls = env_class(args.env, args.source, **kwargs)
+    info, ocean = cls.describe(), cls.ocean
+    print(f"{args.env}: {ocean['library'].path}")
+    print(
+        f"  agents/env: {info['num_agents']}  obs: {info['obs_dtype']}{list(info['obs_shape'])}  "
+        f"action: {info['action_kind']}{info['action_nvec'] if info['action_kind'] != 'box' else ''}"
+    )
+    print(f"  my_init keywords: {', '.join(name for name, _ in ocean['params']) or '(none)'}")
+    print(
+        f"  stats: {', '.join(ocean['stats'])}"
+        + (f" (not kept: {', '.join(ocean['dropped_stats'])})" if ocean["dropped_stats"] else "")
+    )
+    return 0
+
+
+def cmd_check(args, overrides) -> int:
+    from .config import resolve_env
+    from .ocean.check import check
+
+    config = load(args.config, overrides)
+    vec = config.effective_vec()
+    backend = vec.pop("backend", "Serial")
+    num_envs = args.num_envs or min(vec.pop("num_envs", 8), 8)
+    vec.pop("num_envs", None)
+    seed = vec.pop("seed", 0)
+    result = check(
+        resolve_env(config),
+        backend=backend,
+        num_envs=num_envs,
+        steps=args.steps,
+        seed=seed,
+        env_kwargs=config.env_kwargs,
+        **vec,
+    )
+    print(f"shoal check: {config.env_name} from {config.path}")
+    print(f"  {result}")
+    return 0 if result.passed else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="shoal", description="Vectorized RL environments, fast.")
     parser.add_argument("--version", action="version", version=f"shoal {__version__}")
@@ -155,6 +212,21 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=cmd_run)
     envs = sub.add_parser("envs", help="list the bundled native envs with spaces and parameters")
     envs.set_defaults(func=cmd_envs)
+    ocean = sub.add_parser("ocean", help="PufferLib Ocean envs: list them, build one")
+    ocean_sub = ocean.add_subparsers(dest="ocean_command", required=True)
+    ocean_list = ocean_sub.add_parser("list", help="the Ocean envs of a PufferLib tree (default: the 3.0.0 sdist)")
+    ocean_list.add_argument("--source", help="PufferLib repository root or its pufferlib/ocean folder")
+    ocean_list.set_defaults(func=cmd_ocean_list)
+    ocean_build = ocean_sub.add_parser("build", help="compile an Ocean env (cached) and describe it")
+    ocean_build.add_argument("env")
+    ocean_build.add_argument("kwargs", nargs="*", help="the Ocean class's keyword arguments, key=value")
+    ocean_build.add_argument("--source", help="PufferLib repository root or its pufferlib/ocean folder")
+    ocean_build.set_defaults(func=cmd_ocean_build)
+    checker = sub.add_parser("check", help="the configured backend vs each env stepped alone: first difference")
+    checker.add_argument("--config", help="config file (default: the embedded config.ini)")
+    checker.add_argument("--steps", type=int, default=1000, help="random-action steps (default 1000)")
+    checker.add_argument("--num-envs", type=int, help="envs (default: [vec] num_envs, at most 8)")
+    checker.set_defaults(func=cmd_check)
     from . import tuning
 
     tuning.add_commands(sub)

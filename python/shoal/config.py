@@ -1,8 +1,9 @@
 """config.ini: [env] picks the env and its parameters, [vec] picks and tunes the backend, [run] sizes a run.
 
     [env]
-    name = cartpole            ; bundled native env, module:callable, or gymnasium:<EnvId>
+    name = cartpole            ; bundled native env, module:callable, gymnasium:<EnvId> or ocean:<env>
     some_param = 3             ; every other key is a keyword parameter of the env (typed)
+    ocean_source = PATH        ; ocean:<env> only: a PufferLib tree (default: the pufferlib 3.0.0 sdist)
 
     [vec]
     backend = Multithreading   ; Serial | Multiprocessing | Multithreading | PufferEnv | Ray
@@ -137,6 +138,7 @@ class Config:
     env_kwargs: dict = field(default_factory=dict)
     vec: dict = field(default_factory=dict)
     run: dict = field(default_factory=dict)
+    ocean_source: str | None = None  # [env] ocean_source, resolved against the config's folder
 
     def effective_vec(self) -> dict:
         """The [vec] keys the configured backend takes (others are kept for other backends)."""
@@ -204,8 +206,10 @@ def load(path: str | Path | None = None, overrides: dict[str, str] | None = None
         raise ConfigError(
             f"{path}: [env] name is missing (a bundled env such as cartpole, module:callable, or gymnasium:<EnvId>)"
         )
-    env_kwargs = {k: parse_value(v) for k, v in parser.items("env") if k != "name"}
+    env_kwargs = {k: parse_value(v) for k, v in parser.items("env") if k not in ("name", "ocean_source")}
     config = Config(str(path), parser.get("env", "name"), env_kwargs)
+    if parser.has_option("env", "ocean_source"):
+        config.ocean_source = str(path.parent / Path(parser.get("env", "ocean_source")).expanduser())
     for section, keys, target in (("vec", VEC_KEYS, config.vec), ("run", RUN_KEYS, config.run)):
         if not parser.has_section(section):
             continue
@@ -228,6 +232,15 @@ def resolve_env(config: Config):
     if name in BUNDLED:
         return BUNDLED[name]
     module_name, _, attr = name.partition(":")
+    if module_name == "ocean":
+        from .ocean import OceanError, available, env_class
+
+        try:
+            if not attr:
+                raise OceanError(f"name an Ocean env: ocean:<env>, one of {available(config.ocean_source)}")
+            return env_class(attr, config.ocean_source, **config.env_kwargs)
+        except OceanError as error:
+            raise ConfigError(f"{config.path}: [env] name = {name!r}: {error}") from None
     if not attr:
         raise ConfigError(
             f"{config.path}: [env] name = {name!r} is not a bundled env "
