@@ -98,8 +98,12 @@ def check(env_class: type[NativeEnv], backend: str = "Multithreading", num_envs:
             references.append(_record(alone, actions[:, i * agents:(i + 1) * agents], offset_seed(seed, i)))
         finally:
             alone.close()
-    with make(env_class, backend=backend, num_envs=num_envs, seed=seed, env_kwargs=env_kwargs,
-              **backend_options) as vecenv:
+    if backend == "PufferEnv":  # one native object holding every env
+        vecenv = env_class(num_envs=num_envs, seed=seed, **env_kwargs)
+    else:
+        vecenv = make(env_class, backend=backend, num_envs=num_envs, seed=seed, env_kwargs=env_kwargs,
+                      **backend_options)
+    with vecenv:
         candidate = _record(vecenv, actions, seed)
     for t in range(steps + 1):
         for i, reference in enumerate(references):

@@ -55,7 +55,7 @@ class OceanEnv(NativeEnv):
         info = cls.ocean
         merged = dict(info["kwargs"])
         merged.update(overrides)
-        model = pyclass.read_class(Path(info["class_path"]), merged)
+        model = _read_class(Path(info["class_path"]), merged)
         layout = _layout(model)
         if layout != info["layout"]:
             changed = {k: v for k, v in overrides.items() if info["kwargs"].get(k, info["defaults"].get(k)) != v}
@@ -78,6 +78,21 @@ class OceanEnv(NativeEnv):
         report["episodes"] = log["episodes"]  # shoal episodes: steps of an env that ended some
         report["n"] = n * log["episodes"]  # episodes the env logged (agent episodes)
         return [report]
+
+
+_models: dict = {}
+
+
+def _read_class(path: Path, kwargs: dict) -> pyclass.ClassModel:
+    """read_class, remembered per (file version, keyword arguments): a Serial vector makes one
+    OceanEnv per env, and each would otherwise read the class again."""
+    try:
+        key = (str(path), path.stat().st_mtime_ns, tuple(sorted((k, repr(v)) for k, v in kwargs.items())))
+    except OSError:
+        return pyclass.read_class(path, kwargs)
+    if key not in _models:
+        _models[key] = pyclass.read_class(path, kwargs)
+    return _models[key]
 
 
 def _layout(model: pyclass.ClassModel) -> tuple:

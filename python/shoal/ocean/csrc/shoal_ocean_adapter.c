@@ -79,6 +79,7 @@ typedef struct shoal_ocean_env {
      * core zeroes its buffers before each step. The env keeps these; shoal's rows get a copy. */
     float rewards[SHOAL_OCEAN_NUM_AGENTS];
     unsigned char terminals[SHOAL_OCEAN_NUM_AGENTS];
+    const char* stat_keys[SHOAL_OCEAN_NUM_STATS];      /* my_log's key pointers, per stats slot */
     int32_t skip_reset;                                /* the env already reset itself in c_step */
     int32_t initialized;                               /* my_init ran (at the first reset) */
     Env env;
@@ -154,7 +155,8 @@ static void shoal_ocean_reset(shoal_ocean_env* w) {
 
 /* Moves the env's Log into shoal's stats and clears it (as PufferLib's vec_log does). */
 static void shoal_ocean_take_log(shoal_ocean_env* w) {
-    PyObject dict = {.slots = w->base.stats, .slot_names = shoal_ocean_stat_names, .count = SHOAL_OCEAN_NUM_STATS};
+    PyObject dict = {.slots = w->base.stats, .slot_names = shoal_ocean_stat_names, .slot_keys = w->stat_keys,
+                     .count = SHOAL_OCEAN_NUM_STATS};
     my_log(&dict, &w->env.log);
     w->base.stats[0] = w->env.log.n;
     memset(&w->env.log, 0, sizeof(Log));

@@ -22,6 +22,7 @@ struct PyObject {
     int count;
     float* slots;             /* a log dict: where each named value goes ... */
     const char* const* slot_names; /* ... slot_names[0, count) */
+    const char** slot_keys;   /* ... and the key pointers my_log used for them last time (or NULL) */
     shoal_env* owner;         /* the env that receives errors */
 };
 
@@ -46,8 +47,15 @@ static inline SHOAL_UNUSED double unpack(PyObject* kwargs, const char* key) {
 
 /* Writes a Log value into the stats slot of that name; values without a slot are not kept. */
 static inline SHOAL_UNUSED int assign_to_dict(PyObject* dict, const char* key, float value) {
+    /* my_log passes the same string literals every time: a pointer match skips the strcmp. */
+    for (int i = 0; i < dict->count; ++i)
+        if (dict->slot_keys && dict->slot_keys[i] == key) {
+            dict->slots[i] = value;
+            return 0;
+        }
     for (int i = 0; i < dict->count; ++i)
         if (strcmp(dict->slot_names[i], key) == 0) {
+            if (dict->slot_keys) dict->slot_keys[i] = key;
             dict->slots[i] = value;
             return 0;
         }
