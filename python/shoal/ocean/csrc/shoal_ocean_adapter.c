@@ -69,20 +69,20 @@ enum { SHOAL_OCEAN_NUM_PARAMS = 0 SHOAL_OCEAN_PARAMS(SHOAL_OCEAN_COUNT_PARAM) };
 enum { SHOAL_OCEAN_NUM_STATS = 0 SHOAL_OCEAN_STATS(SHOAL_OCEAN_COUNT_STAT) };
 _Static_assert(SHOAL_OCEAN_NUM_STATS <= SHOAL_MAX_STATS, "shoal.ocean: too many stats");
 
-/** shoal's env struct around the binding's. */
+/** shoal's env struct around the binding's: what each step touches first, cold fields last. */
 typedef struct shoal_ocean_env {
     shoal_env base;                                    /* Required first member (shoal/env.h) */
-    shoal_ocean_value params[SHOAL_OCEAN_NUM_PARAMS];  /* written by the core before init */
     float* float_actions;                              /* SHOAL_OCEAN_CONVERT_ACTIONS only */
+    int32_t skip_reset;                                /* the env already reset itself in c_step */
+    int32_t initialized;                               /* my_init ran (at the first reset) */
     /* The env's own rewards and terminals: PufferLib never clears them between steps and some
      * envs read them back (connect4 resets at the step after terminals[0] was set), while shoal's
      * core zeroes its buffers before each step. The env keeps these; shoal's rows get a copy. */
     float rewards[SHOAL_OCEAN_NUM_AGENTS];
     unsigned char terminals[SHOAL_OCEAN_NUM_AGENTS];
-    const char* stat_keys[SHOAL_OCEAN_NUM_STATS];      /* my_log's key pointers, per stats slot */
-    int32_t skip_reset;                                /* the env already reset itself in c_step */
-    int32_t initialized;                               /* my_init ran (at the first reset) */
     Env env;
+    shoal_ocean_value params[SHOAL_OCEAN_NUM_PARAMS];  /* written by the core before init */
+    const char* stat_keys[SHOAL_OCEAN_NUM_STATS];      /* my_log's key pointers, per stats slot */
 } shoal_ocean_env;
 
 #define SHOAL_OCEAN_PARAM_NAME(NAME, TYPE, DEFAULT, INDEX) NAME,
