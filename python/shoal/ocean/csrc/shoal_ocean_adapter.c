@@ -14,8 +14,10 @@
  * to its Log (log.n counts them). After a step that raised log.n, the adapter hands my_log's
  * values to shoal's stats (slot 0 is n), clears the Log as PufferLib's vec_log does, and ends
  * shoal's episode without resetting again: shoal's reset callback skips c_reset once. So the
- * "final observation" of an Ocean env is the first observation of its next episode, and time
- * limits are the env's own (terminals), never shoal truncations.
+ * "final observation" of an Ocean env is what the env shows after that step (usually its next
+ * episode's first), and time limits are the env's own (terminals), never shoal truncations.
+ * The env writes rewards and terminals into arrays of its own that persist between steps, as
+ * PufferLib's buffers do; shoal's rows get a copy after each step.
  */
 #define SHOAL_REPLACE_RAND
 #include <shoal/env.h>
