@@ -326,3 +326,17 @@ def test_config_runs_and_checks_ocean_envs(ocean_tree, tmp_path, capsys):
 def test_check_works_on_bundled_native_envs():
     from shoal.envs import CartPole
     assert check(CartPole, backend="Multithreading", num_envs=4, steps=200, max_num_threads=2).passed
+
+
+def test_keyword_the_class_does_not_pass_is_an_env_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("SHOAL_OCEAN_BUILD_CACHE", str(tmp_path / "builds"))
+    tree = _copy_tree(tmp_path)
+    binding = tree / "globalcount" / "binding.c"
+    binding.write_text(binding.read_text().replace('unpack(kwargs, "length");',
+                                                   'unpack(kwargs, "length") + unpack(kwargs, "speed");'))
+    env = ocean.env_class("globalcount", tree)(num_envs=2)
+    try:
+        with pytest.raises(EnvError, match="my_init reads keyword 'speed'"):
+            env.reset(0)
+    finally:
+        env.close()
