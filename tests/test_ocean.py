@@ -340,3 +340,14 @@ def test_keyword_the_class_does_not_pass_is_an_env_error(tmp_path, monkeypatch):
             env.reset(0)
     finally:
         env.close()
+
+
+def test_shoal_time_limit_truncates_and_resets(env_class):
+    cls = env_class("go")  # random go games run longer than 50 moves
+    env = cls(num_envs=2, seed=0, max_episode_steps=50)
+    try:
+        result = rollout(env, 120, seed=0)
+    finally:
+        env.close()
+    truncated_steps = np.nonzero(result["truncations"].any(axis=1))[0]
+    assert list(truncated_steps[:2]) == [49, 99]

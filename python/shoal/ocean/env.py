@@ -22,8 +22,10 @@ class OceanEnv(NativeEnv):
     env's first reset, with ``seed`` (for envs that read it) and ``rand()`` drawn from the env's
     shoal stream, so every backend and thread count builds the same envs.
 
-    Episodes: the env resets itself inside ``c_step``, so there are no shoal truncations and the
-    final observation of an ended episode is the first of the next one. Infos carry the env's
+    Episodes: the env resets itself inside ``c_step``, so the final observation of an ended
+    episode is what the env shows after that step (usually the next episode's first). There are no
+    shoal truncations unless ``max_episode_steps`` is given: then shoal truncates and resets
+    (``c_reset``) an env that ran that many steps since its last logged episode end. Infos carry the env's
     ``Log`` as PufferLib's ``vec_log`` reports it: each field averaged over the ``n`` episodes
     (agent episodes, for multi-agent envs) that ended since the last report.
     """
@@ -42,11 +44,13 @@ class OceanEnv(NativeEnv):
         seed = check_seed(seed)
         resolved = {}
         params = []
-        for i, overrides in enumerate(per_env):
+        for overrides in per_env:
+            overrides = dict(overrides)
+            limit = overrides.pop("max_episode_steps", None)  # shoal's time limit, not the class's
             key = tuple(sorted(overrides.items(), key=lambda item: item[0]))
             if key not in resolved:
                 resolved[key] = self._init_kwargs(overrides)
-            params.append(dict(resolved[key]))
+            params.append(dict(resolved[key]) if limit is None else {**resolved[key], "max_episode_steps": limit})
         super().__init__(num_envs=num_envs, buf=buf, seed=seed, num_threads=num_threads, schedule=schedule,
                          pin_threads=pin_threads, env_params=params, num_buffers=num_buffers)
 
