@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import shutil
 import statistics
 import tempfile
 from pathlib import Path
@@ -41,10 +42,27 @@ SIZES = {
 }
 # Seed 003's table (PufferLib's Multithreading PR, its machine, end to end with training) and the
 # issue's single-thread figures of PufferLib 3.0's native vector on a 2-vCPU guest (agent steps/s).
-PR_ROWS = {"go": "520K → 690K", "pacman": "800K → 890K", "enduro": "720K → 520K", "terraform": "370K → 380K",
-           "drone": "drone_swarm 1.1M → 940K"}
-PUFFER_1T = {"go": 0.88e6, "pacman": 2.2e6, "enduro": 2.1e6, "terraform": 2.3e6, "snake": 4.7e6, "breakout": 4.7e6,
-             "tetris": 4.4e6, "pong": 33e6, "drone": 19e6, "rware": 19e6, "cartpole": 33e6, "squared": 71e6}
+PR_ROWS = {
+    "go": "520K → 690K",
+    "pacman": "800K → 890K",
+    "enduro": "720K → 520K",
+    "terraform": "370K → 380K",
+    "drone": "drone_swarm 1.1M → 940K",
+}
+PUFFER_1T = {
+    "go": 0.88e6,
+    "pacman": 2.2e6,
+    "enduro": 2.1e6,
+    "terraform": 2.3e6,
+    "snake": 4.7e6,
+    "breakout": 4.7e6,
+    "tetris": 4.4e6,
+    "pong": 33e6,
+    "drone": 19e6,
+    "rware": 19e6,
+    "cartpole": 33e6,
+    "squared": 71e6,
+}
 
 
 class HarnessCase:
@@ -100,7 +118,7 @@ def main() -> None:
             "d": shoal_case(f"{name} (d) default", cls, num_envs, "default", steps),
         }
     for r in range(args.repeats):
-        for name, row in rows.items():
+        for row in rows.values():
             for key in "abcd":
                 case = row[key]
                 if key == "a":
@@ -110,16 +128,44 @@ def main() -> None:
                     sps = case.samples[-1]
                 print(f"  repeat {r + 1}/{args.repeats}  {case.name:<28} {sps:>14,.0f} SPS", flush=True)
 
-    headers = ["env", "envs × agents", "(a) C loop", "(b) T=0", "(c) T=2", "(d) default", "b/a", "c/a", "d/b",
-               "PufferLib 1 thread (issue)", "PR #382 (seed 003)"]
+    headers = [
+        "env",
+        "envs × agents",
+        "(a) C loop",
+        "(b) T=0",
+        "(c) T=2",
+        "(d) default",
+        "b/a",
+        "c/a",
+        "d/b",
+        "PufferLib 1 thread (issue)",
+        "PR #382 (seed 003)",
+    ]
     table = []
     for name, row in rows.items():
         a, b, c, d = (row[k].median for k in "abcd")
-        table.append([name, f"{row['num_envs']} × {row['agents'] // row['num_envs']}", fmt(a), fmt(b), fmt(c),
-                      fmt(d), f"{b / a:.2f}", f"{c / a:.2f}", f"{d / b:.2f}", fmt(PUFFER_1T[name]),
-                      PR_ROWS.get(name, "")])
-    info = benchmark.system_info({"what is timed": "(a) the C loop inside the program; (b)-(d) send+recv per batch",
-                                  "repeats": args.repeats, "source": args.source or "pufferlib 3.0.0 sdist"})
+        table.append(
+            [
+                name,
+                f"{row['num_envs']} × {row['agents'] // row['num_envs']}",
+                fmt(a),
+                fmt(b),
+                fmt(c),
+                fmt(d),
+                f"{b / a:.2f}",
+                f"{c / a:.2f}",
+                f"{d / b:.2f}",
+                fmt(PUFFER_1T[name]),
+                PR_ROWS.get(name, ""),
+            ]
+        )
+    info = benchmark.system_info(
+        {
+            "what is timed": "(a) the C loop inside the program; (b)-(d) send+recv per batch",
+            "repeats": args.repeats,
+            "source": args.source or "pufferlib 3.0.0 sdist",
+        }
+    )
     notes = [
         "Agent steps per second, medians of the repeats, cases interleaved. T = threads incl. the caller; "
         "default = make() without max_num_threads (physical cores).",
@@ -127,6 +173,7 @@ def main() -> None:
         "PufferLib 1 thread: the issue's figures for PufferLib 3.0's native vector on a 2-vCPU guest (another machine).",
         "PR #382: its before → after SPS (end to end with training, its machine); not comparable in absolute terms.",
     ]
+    shutil.rmtree(workdir, ignore_errors=True)
     benchmark.publish(benchmark.format_markdown("Ocean envs on shoal", info, table, headers, notes), args.markdown)
 
 

@@ -27,10 +27,26 @@ TEST_TREE = os.path.join(HERE, "ocean_tree")  # Ocean-layout envs written for th
 
 # Ocean class keyword arguments per env; heavy multi-agent envs get fewer agents to stay quick.
 ENVS = {
-    "blastar": {}, "breakout": {}, "cartpole": {}, "checkers": {}, "connect4": {}, "convert": {"num_agents": 32},
-    "cpr": {}, "drone": {}, "enduro": {}, "go": {}, "pacman": {}, "pong": {}, "rware": {},
-    "snake": {"num_snakes": 16, "num_food": 64, "width": 40, "height": 40}, "squared": {}, "target": {},
-    "template": {}, "terraform": {"num_agents": 4, "map_size": 32}, "tetris": {}, "trash_pickup": {},
+    "blastar": {},
+    "breakout": {},
+    "cartpole": {},
+    "checkers": {},
+    "connect4": {},
+    "convert": {"num_agents": 32},
+    "cpr": {},
+    "drone": {},
+    "enduro": {},
+    "go": {},
+    "pacman": {},
+    "pong": {},
+    "rware": {},
+    "snake": {"num_snakes": 16, "num_food": 64, "width": 40, "height": 40},
+    "squared": {},
+    "target": {},
+    "template": {},
+    "terraform": {"num_agents": 4, "map_size": 32},
+    "tetris": {},
+    "trash_pickup": {},
     "tripletriad": {},
 }
 MULTI_AGENT = ("convert", "cpr", "rware", "snake", "target", "terraform", "trash_pickup")
@@ -56,6 +72,7 @@ def env_class(ocean_tree):
         if name not in _classes:
             _classes[name] = ocean.env_class(name, **ENVS[name])
         return _classes[name]
+
     return get
 
 
@@ -100,8 +117,9 @@ def test_backends_agree_bit_for_bit(env_class, name):
     assert _trajectory_changes(reference), f"{name}: the rollout must move and reward or end episodes"
     for threads in (0, 1, 2, 3):
         for schedule in ("static", "dynamic"):
-            with make(cls, backend="Multithreading", num_envs=NUM_ENVS, seed=3, max_num_threads=threads,
-                      schedule=schedule) as vecenv:
+            with make(
+                cls, backend="Multithreading", num_envs=NUM_ENVS, seed=3, max_num_threads=threads, schedule=schedule
+            ) as vecenv:
                 assert_same(reference, rollout(vecenv, STEPS, seed=3), f"{name} Multithreading T={threads} {schedule}")
     env = cls(num_envs=NUM_ENVS, seed=3)
     try:
@@ -217,6 +235,7 @@ def test_raylib_called_outside_rendering_is_an_env_error(ocean_tree):
 
 # ---- bad input -------------------------------------------------------------------------------------
 
+
 def _copy_tree(tmp_path, name="globalcount"):
     tree = tmp_path / "tree"
     shutil.copytree(os.path.join(TEST_TREE, name), tree / name)
@@ -265,7 +284,8 @@ def test_unreadable_python_class_names_the_file(tmp_path):
         "    def __init__(self, num_envs=1, buf=None, seed=0):\n"
         "        self.single_observation_space = load_space()\n"
         "        self.single_action_space = gymnasium.spaces.Discrete(2)\n        self.num_agents = 1\n"
-        "        binding.vec_init(num_envs, seed, length=3)\n")
+        "        binding.vec_init(num_envs, seed, length=3)\n"
+    )
     with pytest.raises(OceanError, match=r"globalcount\.py:5.*load_space"):
         ocean.env_class("globalcount", tree)
 
@@ -290,15 +310,19 @@ def test_ocean_errors_are_api_usage_errors():
 
 # ---- command line and config.ini --------------------------------------------------------------------
 
+
 def _write_config(tmp_path, env_lines):
     path = tmp_path / "config.ini"
-    path.write_text("[env]\n" + env_lines + "\n[vec]\nbackend = Multithreading\nnum_envs = 4\nmax_num_threads = 2\n"
-                    "[run]\nsteps = 20000\nwarmup = 2\n")
+    path.write_text(
+        "[env]\n" + env_lines + "\n[vec]\nbackend = Multithreading\nnum_envs = 4\nmax_num_threads = 2\n"
+        "[run]\nsteps = 20000\nwarmup = 2\n"
+    )
     return path
 
 
 def test_cli_ocean_list_and_build(ocean_tree, capsys):
     from shoal.cli import main
+
     assert main(["ocean", "list"]) == 0
     assert "terraform" in capsys.readouterr().out
     assert main(["ocean", "build", "snake", "num_snakes=8", "num_food=32", "width=20", "height=20"]) == 0
@@ -310,6 +334,7 @@ def test_cli_ocean_list_and_build(ocean_tree, capsys):
 
 def test_config_runs_and_checks_ocean_envs(ocean_tree, tmp_path, capsys):
     from shoal.cli import main
+
     config = _write_config(tmp_path, "name = ocean:squared\nsize = 7")
     assert main(["run", "--config", str(config)]) == 0
     assert "SPS" in capsys.readouterr().out
@@ -325,6 +350,7 @@ def test_config_runs_and_checks_ocean_envs(ocean_tree, tmp_path, capsys):
 
 def test_check_works_on_bundled_native_envs():
     from shoal.envs import CartPole
+
     assert check(CartPole, backend="Multithreading", num_envs=4, steps=200, max_num_threads=2).passed
 
 
@@ -332,8 +358,9 @@ def test_keyword_the_class_does_not_pass_is_an_env_error(tmp_path, monkeypatch):
     monkeypatch.setenv("SHOAL_OCEAN_BUILD_CACHE", str(tmp_path / "builds"))
     tree = _copy_tree(tmp_path)
     binding = tree / "globalcount" / "binding.c"
-    binding.write_text(binding.read_text().replace('unpack(kwargs, "length");',
-                                                   'unpack(kwargs, "length") + unpack(kwargs, "speed");'))
+    binding.write_text(
+        binding.read_text().replace('unpack(kwargs, "length");', 'unpack(kwargs, "length") + unpack(kwargs, "speed");')
+    )
     env = ocean.env_class("globalcount", tree)(num_envs=2)
     try:
         with pytest.raises(EnvError, match="my_init reads keyword 'speed'"):

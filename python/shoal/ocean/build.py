@@ -33,14 +33,25 @@ CSRC = Path(__file__).resolve().parent / "csrc"
 # PufferLib 3.0's own release flags for Ocean bindings (setup.py), plus what a shared library needs.
 # A call of an undeclared function (a raylib call shoal has no stand-in for) is a compile error
 # here, never an unresolved symbol at load time.
-CFLAGS = ("-O2", "-fwrapv", "-DNDEBUG", "-DPLATFORM_DESKTOP", "-std=gnu11", "-Wno-alloc-size-larger-than",
-          "-Werror=implicit-function-declaration")
+CFLAGS = (
+    "-O2",
+    "-fwrapv",
+    "-DNDEBUG",
+    "-DPLATFORM_DESKTOP",
+    "-std=gnu11",
+    "-Wno-alloc-size-larger-than",
+    "-Werror=implicit-function-declaration",
+)
 # initial-exec: the rand() drop-in reads a thread-local per call; in a dlopen'ed library the default
 # model makes that a __tls_get_addr call, initial-exec a single load (a few bytes of static TLS).
 LIBRARY_FLAGS = ("-shared", "-fPIC", "-fvisibility=hidden", "-ftls-model=initial-exec")
 STAGED_SUFFIXES = (".c", ".h")
-_DTYPES = {np.dtype(np.float32): "SHOAL_FLOAT32", np.dtype(np.uint8): "SHOAL_UINT8",
-           np.dtype(np.int8): "SHOAL_INT8", np.dtype(np.int32): "SHOAL_INT32"}
+_DTYPES = {
+    np.dtype(np.float32): "SHOAL_FLOAT32",
+    np.dtype(np.uint8): "SHOAL_UINT8",
+    np.dtype(np.int8): "SHOAL_INT8",
+    np.dtype(np.int32): "SHOAL_INT32",
+}
 MAX_STATS = 8
 
 
@@ -92,11 +103,14 @@ def _bound(values) -> float:
 def config_header(name: str, model: ClassModel, params: tuple, stats: tuple) -> str:
     obs = model.observation_space
     if obs.dtype not in _DTYPES:
-        raise OceanError(f"{model.class_name} ({model.path}): observation dtype {obs.dtype} is not one shoal "
-                         f"buffers hold ({', '.join(str(d) for d in _DTYPES)})")
+        raise OceanError(
+            f"{model.class_name} ({model.path}): observation dtype {obs.dtype} is not one shoal "
+            f"buffers hold ({', '.join(str(d) for d in _DTYPES)})"
+        )
     if not 1 <= len(obs.shape) <= 3:
-        raise OceanError(f"{model.class_name} ({model.path}): observations of {len(obs.shape)} dimensions "
-                         "(shoal holds 1 to 3)")
+        raise OceanError(
+            f"{model.class_name} ({model.path}): observations of {len(obs.shape)} dimensions (shoal holds 1 to 3)"
+        )
     action = model.action_space
     low = high = 0.0
     if isinstance(action, spaces.Discrete):
@@ -124,10 +138,12 @@ def config_header(name: str, model: ClassModel, params: tuple, stats: tuple) -> 
         f"#define SHOAL_OCEAN_ACTION_KIND {kind}",
         f"#define SHOAL_OCEAN_ACTION_DIMS {len(nvec)}",
         f"#define SHOAL_OCEAN_ACTION_NVEC {{{', '.join(str(n) for n in nvec)}}}",
-        f"#define SHOAL_OCEAN_ACTION_LOW {_c_number(low)}f" if math.isfinite(low) else
-        f"#define SHOAL_OCEAN_ACTION_LOW {_c_number(low)}",
-        f"#define SHOAL_OCEAN_ACTION_HIGH {_c_number(high)}f" if math.isfinite(high) else
-        f"#define SHOAL_OCEAN_ACTION_HIGH {_c_number(high)}",
+        f"#define SHOAL_OCEAN_ACTION_LOW {_c_number(low)}f"
+        if math.isfinite(low)
+        else f"#define SHOAL_OCEAN_ACTION_LOW {_c_number(low)}",
+        f"#define SHOAL_OCEAN_ACTION_HIGH {_c_number(high)}f"
+        if math.isfinite(high)
+        else f"#define SHOAL_OCEAN_ACTION_HIGH {_c_number(high)}",
         "#define SHOAL_OCEAN_PARAMS(X) \\",
     ]
     for index, (key, kind_) in enumerate(params):
@@ -190,15 +206,23 @@ def build_library(name: str, folder: Path, model: ClassModel) -> Library:
     """The cached library of env ``name`` for the layout of ``model`` (built if needed)."""
     params = param_table(model)
     keys = [k for k in log_keys(folder / "binding.c") if k != "n"]
-    stats = ("n",) + tuple(keys[:MAX_STATS - 1])
-    dropped = tuple(keys[MAX_STATS - 1:])
+    stats = ("n",) + tuple(keys[: MAX_STATS - 1])
+    dropped = tuple(keys[MAX_STATS - 1 :])
     header = config_header(name, model, params, stats)
     cc = compiler()
     sources = _staged_files(folder)
-    key = _digest([*CFLAGS, *LIBRARY_FLAGS, cc, header, shoal.__version__,
-                   *(p.read_bytes() for p in sorted(CSRC.rglob("*")) if p.is_file()),
-                   *(p.read_bytes() for p in sorted(Path(shoal.get_include(), "shoal").glob("*.h"))),
-                   *(str(p.relative_to(folder)).encode() + p.read_bytes() for p in sources)])
+    key = _digest(
+        [
+            *CFLAGS,
+            *LIBRARY_FLAGS,
+            cc,
+            header,
+            shoal.__version__,
+            *(p.read_bytes() for p in sorted(CSRC.rglob("*")) if p.is_file()),
+            *(p.read_bytes() for p in sorted(Path(shoal.get_include(), "shoal").glob("*.h"))),
+            *(str(p.relative_to(folder)).encode() + p.read_bytes() for p in sources),
+        ]
+    )
     root = build_cache_dir()
     final = root / f"{name}-{key[:24]}"
     library = Library(name, final / f"{name}.so", final, params, stats, dropped)
@@ -209,10 +233,18 @@ def build_library(name: str, folder: Path, model: ClassModel) -> Library:
     try:
         stage_sources(folder, name, stage)
         (stage / "shoal_ocean_config.h").write_text(header)
-        command = [cc, *CFLAGS, *LIBRARY_FLAGS, *_include_flags(stage),
-                   '-DSHOAL_OCEAN_CONFIG="shoal_ocean_config.h"',
-                   f'-DSHOAL_OCEAN_BINDING="ocean/{name}/binding.c"',
-                   str(CSRC / "shoal_ocean_adapter.c"), "-o", str(stage / f"{name}.so"), "-lm"]
+        command = [
+            cc,
+            *CFLAGS,
+            *LIBRARY_FLAGS,
+            *_include_flags(stage),
+            '-DSHOAL_OCEAN_CONFIG="shoal_ocean_config.h"',
+            f'-DSHOAL_OCEAN_BINDING="ocean/{name}/binding.c"',
+            str(CSRC / "shoal_ocean_adapter.c"),
+            "-o",
+            str(stage / f"{name}.so"),
+            "-lm",
+        ]
         _run_compiler(command, stage, f"Ocean env {name!r} ({folder / 'binding.c'})")
         try:
             os.replace(stage, final)
@@ -230,10 +262,17 @@ def build_harness(library: Library, out: Path, shoal_rand: bool) -> Path:
     env's shoal stream (to compare trajectories with shoal); else it is libc's global rand(), as
     in PufferLib (for timing)."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    command = [compiler(), *CFLAGS, *_include_flags(library.folder),
-               '-DSHOAL_OCEAN_CONFIG="shoal_ocean_config.h"',
-               f'-DSHOAL_OCEAN_BINDING="ocean/{library.name}/binding.c"',
-               *(["-DSHOAL_OCEAN_HARNESS_SHOAL_RAND"] if shoal_rand else []),
-               str(CSRC / "shoal_ocean_harness.c"), "-o", str(out), "-lm"]
+    command = [
+        compiler(),
+        *CFLAGS,
+        *_include_flags(library.folder),
+        '-DSHOAL_OCEAN_CONFIG="shoal_ocean_config.h"',
+        f'-DSHOAL_OCEAN_BINDING="ocean/{library.name}/binding.c"',
+        *(["-DSHOAL_OCEAN_HARNESS_SHOAL_RAND"] if shoal_rand else []),
+        str(CSRC / "shoal_ocean_harness.c"),
+        "-o",
+        str(out),
+        "-lm",
+    ]
     _run_compiler(command, library.folder, f"the C harness of Ocean env {library.name!r}")
     return out

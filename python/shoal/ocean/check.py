@@ -32,8 +32,10 @@ class Mismatch:
 
     def __str__(self) -> str:
         when = "after reset" if self.step == 0 else f"at step {self.step}"
-        return (f"{self.field} differ {when} in env {self.env} (agent {self.agent}): the env stepped alone "
-                f"gives {self.reference}, the backend gives {self.backend}")
+        return (
+            f"{self.field} differ {when} in env {self.env} (agent {self.agent}): the env stepped alone "
+            f"gives {self.reference}, the backend gives {self.backend}"
+        )
 
 
 @dataclass
@@ -78,8 +80,15 @@ def _record(env, actions: np.ndarray, seed: int) -> dict:
     return {k: np.stack(v) for k, v in out.items()}
 
 
-def check(env_class: type[NativeEnv], backend: str = "Multithreading", num_envs: int = 4, steps: int = 1000,
-          seed: int = 0, env_kwargs: dict | None = None, **backend_options) -> CheckResult:
+def check(
+    env_class: type[NativeEnv],
+    backend: str = "Multithreading",
+    num_envs: int = 4,
+    steps: int = 1000,
+    seed: int = 0,
+    env_kwargs: dict | None = None,
+    **backend_options,
+) -> CheckResult:
     """Runs ``env_class`` under ``backend`` and each env alone; returns the first difference, if any."""
     from ..vector import make
 
@@ -95,14 +104,15 @@ def check(env_class: type[NativeEnv], backend: str = "Multithreading", num_envs:
             if i == 0:
                 agents = alone.num_agents
                 actions = _actions(alone.single_action_space, steps, num_envs * agents, seed + 1)
-            references.append(_record(alone, actions[:, i * agents:(i + 1) * agents], offset_seed(seed, i)))
+            references.append(_record(alone, actions[:, i * agents : (i + 1) * agents], offset_seed(seed, i)))
         finally:
             alone.close()
     if backend == "PufferEnv":  # one native object holding every env
         vecenv = env_class(num_envs=num_envs, seed=seed, **env_kwargs)
     else:
-        vecenv = make(env_class, backend=backend, num_envs=num_envs, seed=seed, env_kwargs=env_kwargs,
-                      **backend_options)
+        vecenv = make(
+            env_class, backend=backend, num_envs=num_envs, seed=seed, env_kwargs=env_kwargs, **backend_options
+        )
     with vecenv:
         candidate = _record(vecenv, actions, seed)
     for t in range(steps + 1):

@@ -32,8 +32,18 @@ class OceanEnv(NativeEnv):
 
     ocean: dict = {}
 
-    def __init__(self, num_envs: int = 1, buf=None, seed: int = 0, num_threads: int = 0, schedule: str = "static",
-                 pin_threads: bool = False, env_params: list[dict] | None = None, num_buffers: int = 1, **kwargs):
+    def __init__(
+        self,
+        num_envs: int = 1,
+        buf=None,
+        seed: int = 0,
+        num_threads: int = 0,
+        schedule: str = "static",
+        pin_threads: bool = False,
+        env_params: list[dict] | None = None,
+        num_buffers: int = 1,
+        **kwargs,
+    ):
         if isinstance(num_envs, bool) or not isinstance(num_envs, numbers.Integral) or num_envs < 1:
             raise OceanError(f"num_envs must be an integer >= 1, got {num_envs!r}")
         if env_params is not None and kwargs:
@@ -51,8 +61,16 @@ class OceanEnv(NativeEnv):
             if key not in resolved:
                 resolved[key] = self._init_kwargs(overrides)
             params.append(dict(resolved[key]) if limit is None else {**resolved[key], "max_episode_steps": limit})
-        super().__init__(num_envs=num_envs, buf=buf, seed=seed, num_threads=num_threads, schedule=schedule,
-                         pin_threads=pin_threads, env_params=params, num_buffers=num_buffers)
+        super().__init__(
+            num_envs=num_envs,
+            buf=buf,
+            seed=seed,
+            num_threads=num_threads,
+            schedule=schedule,
+            pin_threads=pin_threads,
+            env_params=params,
+            num_buffers=num_buffers,
+        )
 
     @classmethod
     def _init_kwargs(cls, overrides: dict) -> dict:
@@ -63,25 +81,35 @@ class OceanEnv(NativeEnv):
         layout = _layout(model)
         if layout != info["layout"]:
             changed = {k: v for k, v in overrides.items() if info["kwargs"].get(k, info["defaults"].get(k)) != v}
-            raise OceanError(f"{info['name']}: {changed} change the env's layout (agents per env, spaces): "
-                             f"{info['layout']} -> {layout}; make a class for them: "
-                             f"shoal.ocean.env_class({info['name']!r}, **{ {**info['kwargs'], **changed} })")
+            raise OceanError(
+                f"{info['name']}: {changed} change the env's layout (agents per env, spaces): "
+                f"{info['layout']} -> {layout}; make a class for them: "
+                f"shoal.ocean.env_class({info['name']!r}, **{ {**info['kwargs'], **changed} })"
+            )
         return {name: model.init_kwargs.get(name, 0) for name, _ in info["params"]}
 
-    def _log_infos(self) -> list:
-        """PufferLib's vec_log: Log fields summed over ended episodes, divided by their count n."""
-        log = self._vec.collect_log(0, self.num_envs)
-        self._episodes_since_log = 0
+    def step(self, actions):
+        obs, rewards, terminals, truncations, infos = super().step(actions)
+        return obs, rewards, terminals, truncations, [self._report(log) for log in infos]
+
+    def wait(self, buffer: int) -> list[dict]:
+        """Pipelined stepping (num_buffers > 1): the buffer's infos, reported as step() reports them."""
+        return [self._report(log) for log in super().wait(buffer)]
+
+    def _report(self, log: dict) -> dict:
+        """PufferLib's vec_log from shoal's episode log: Log fields summed over the ended episodes,
+        divided by their count n. (shoal's log averages each stat over its own episodes, the env
+        steps that ended some; n is among the stats, so the ratio is PufferLib's mean.)"""
         n = log.get("n")
         if not n:
-            return [log]
+            return log
         report = {key: value / n for key, value in log.items() if key in self.ocean["stats"] and key != "n"}
         if self.num_agents == self.num_envs:  # one agent per env: shoal's own episode sums are exact
             for key in ("episode_return", "episode_length"):
                 report.setdefault(key, log[key])
         report["episodes"] = log["episodes"]  # shoal episodes: steps of an env that ended some
         report["n"] = n * log["episodes"]  # episodes the env logged (agent episodes)
-        return [report]
+        return report
 
 
 _models: dict = {}
@@ -104,19 +132,31 @@ def _layout(model: pyclass.ClassModel) -> tuple:
     return (model.agents_per_env, str(obs.dtype), tuple(obs.shape), str(action))
 
 
-def make_class(name: str, ocean: Path, library: Library, model: pyclass.ClassModel, kwargs: dict,
-               defaults: dict) -> type[OceanEnv]:
+def make_class(
+    name: str, ocean: Path, library: Library, model: pyclass.ClassModel, kwargs: dict, defaults: dict
+) -> type[OceanEnv]:
     try:
         spec = _native.load_spec(str(library.path), name)
     except ValueError as error:
-        raise OceanError(f"Ocean env {name!r} ({ocean / name / 'binding.c'}) built but cannot be loaded: {error}") \
-            from None
-    info = {"name": name, "ocean_dir": str(ocean), "class_path": str(model.path), "kwargs": dict(kwargs),
-            "defaults": defaults, "layout": _layout(model), "params": library.params, "stats": library.stats,
-            "dropped_stats": library.dropped_stats, "library": library}
+        raise OceanError(
+            f"Ocean env {name!r} ({ocean / name / 'binding.c'}) built but cannot be loaded: {error}"
+        ) from None
+    info = {
+        "name": name,
+        "ocean_dir": str(ocean),
+        "class_path": str(model.path),
+        "kwargs": dict(kwargs),
+        "defaults": defaults,
+        "layout": _layout(model),
+        "params": library.params,
+        "stats": library.stats,
+        "dropped_stats": library.dropped_stats,
+        "library": library,
+    }
     class_name = "Ocean" + "".join(part.capitalize() for part in name.split("_"))
-    doc = (f"PufferLib Ocean env {name!r} ({model.class_name}), compiled from {ocean / name}.\n\n"
-           + (OceanEnv.__doc__ or ""))
+    doc = f"PufferLib Ocean env {name!r} ({model.class_name}), compiled from {ocean / name}.\n\n" + (
+        OceanEnv.__doc__ or ""
+    )
     return type(class_name, (OceanEnv,), {"spec": spec, "ocean": info, "__doc__": doc, "__module__": "shoal.ocean"})
 
 
@@ -130,5 +170,6 @@ def env_class(name: str, source_tree=None, **kwargs) -> type[OceanEnv]:
     defaults = pyclass.read_signature(class_path).defaults
     model = pyclass.read_class(class_path, kwargs)
     library = build_library(name, folder, model)
-    return make_class(name, ocean, library, model, kwargs, {k: v for k, v in defaults.items()
-                                                           if not isinstance(v, pyclass._Unknown)})
+    return make_class(
+        name, ocean, library, model, kwargs, {k: v for k, v in defaults.items() if not isinstance(v, pyclass._Unknown)}
+    )

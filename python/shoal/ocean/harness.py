@@ -35,31 +35,37 @@ def trace(env_class: type[OceanEnv], num_envs: int, seed: int, actions: np.ndarr
     action_file, out_file = workdir / "actions.bin", workdir / "trace.bin"
     dtype = np.float32 if actions.dtype == np.float32 else np.int32
     np.ascontiguousarray(actions, dtype=dtype).tofile(action_file)
-    result = subprocess.run([str(program), "trace", str(num_envs), str(steps), str(seed), str(action_file),
-                             str(out_file)], capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [str(program), "trace", str(num_envs), str(steps), str(seed), str(action_file), str(out_file)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if result.returncode != 0:
         raise OceanError(f"harness of {env_class.__name__} failed: {result.stderr.strip()}")
     raw = np.fromfile(out_file, dtype=np.uint8)
     obs_bytes = agents * int(np.prod(obs_space.shape)) * obs_space.dtype.itemsize
     step_bytes = obs_bytes + agents * 4 + agents
     if raw.size != obs_bytes + steps * step_bytes:
-        raise OceanError(f"harness of {env_class.__name__} wrote {raw.size} bytes, expected "
-                         f"{obs_bytes + steps * step_bytes}")
+        raise OceanError(
+            f"harness of {env_class.__name__} wrote {raw.size} bytes, expected {obs_bytes + steps * step_bytes}"
+        )
     obs = [raw[:obs_bytes].view(obs_space.dtype).reshape(agents, *obs_space.shape)]
     rewards, terminals = [], []
     for t in range(steps):
         base = obs_bytes + t * step_bytes
-        obs.append(raw[base:base + obs_bytes].view(obs_space.dtype).reshape(agents, *obs_space.shape))
-        rewards.append(raw[base + obs_bytes:base + obs_bytes + 4 * agents].view(np.float32))
-        terminals.append(raw[base + obs_bytes + 4 * agents:base + step_bytes].astype(bool))
+        obs.append(raw[base : base + obs_bytes].view(obs_space.dtype).reshape(agents, *obs_space.shape))
+        rewards.append(raw[base + obs_bytes : base + obs_bytes + 4 * agents].view(np.float32))
+        terminals.append(raw[base + obs_bytes + 4 * agents : base + step_bytes].astype(bool))
     return {"obs": np.stack(obs), "rewards": np.stack(rewards), "terminals": np.stack(terminals)}
 
 
 def bench(env_class: type[OceanEnv], num_envs: int, steps: int, workdir: Path, seed: int = 0) -> float:
     """Agent steps per second of the bare loop (libc rand(), as PufferLib runs it)."""
     program = _program(env_class, workdir, shoal_rand=False)
-    result = subprocess.run([str(program), "bench", str(num_envs), str(steps), str(seed)], capture_output=True,
-                            text=True, timeout=600)
+    result = subprocess.run(
+        [str(program), "bench", str(num_envs), str(steps), str(seed)], capture_output=True, text=True, timeout=600
+    )
     if result.returncode != 0:
         raise OceanError(f"harness of {env_class.__name__} failed: {result.stderr.strip()}")
     seconds, agent_steps = result.stdout.split()

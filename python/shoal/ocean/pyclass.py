@@ -27,10 +27,53 @@ from .errors import OceanError
 BINDING_CALLS = ("vec_init", "env_init")
 # Keyword arguments of every Ocean class that shoal supplies itself (not user parameters).
 SUPPLIED = ("num_envs", "buf", "seed", "render_mode")
-_NUMPY_NAMES = {"float32", "float64", "uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "bool_",
-                "inf", "pi", "e", "ceil", "floor", "sqrt", "prod", "sum", "array", "log2", "int_", "float16"}
-_BUILTINS = {"int", "float", "bool", "min", "max", "sum", "len", "abs", "round", "range", "zip", "list", "tuple",
-             "enumerate", "str", "dict", "sorted", "reversed", "any", "all", "isinstance"}
+_NUMPY_NAMES = {
+    "float32",
+    "float64",
+    "uint8",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint16",
+    "uint32",
+    "bool_",
+    "inf",
+    "pi",
+    "e",
+    "ceil",
+    "floor",
+    "sqrt",
+    "prod",
+    "sum",
+    "array",
+    "log2",
+    "int_",
+    "float16",
+}
+_BUILTINS = {
+    "int",
+    "float",
+    "bool",
+    "min",
+    "max",
+    "sum",
+    "len",
+    "abs",
+    "round",
+    "range",
+    "zip",
+    "list",
+    "tuple",
+    "enumerate",
+    "str",
+    "dict",
+    "sorted",
+    "reversed",
+    "any",
+    "all",
+    "isinstance",
+}
 _SPACES = {"Box": spaces.Box, "Discrete": spaces.Discrete, "MultiDiscrete": spaces.MultiDiscrete}
 
 
@@ -173,8 +216,12 @@ class _Interpreter:
     def assign(self, target: ast.expr, value, scope: dict, self_attrs: dict | None) -> None:
         if isinstance(target, ast.Name):
             scope[target.id] = value
-        elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
-                and target.value.id == "self" and self_attrs is not None:
+        elif (
+            isinstance(target, ast.Attribute)
+            and isinstance(target.value, ast.Name)
+            and target.value.id == "self"
+            and self_attrs is not None
+        ):
             self_attrs[target.attr] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
             if isinstance(value, _Unknown):
@@ -195,8 +242,13 @@ class _Interpreter:
             unknown = _Unknown(_Unsupported(node, f"{type(error).__name__}: {error}"))
         # A binding call nested in what failed (`c_envs.append(binding.env_init(...))`) still counts.
         for inner in ast.walk(node):
-            if self.binding_call is None and inner is not node and isinstance(inner, ast.Call) \
-                    and isinstance(inner.func, ast.Attribute) and inner.func.attr in BINDING_CALLS:
+            if (
+                self.binding_call is None
+                and inner is not node
+                and isinstance(inner, ast.Call)
+                and isinstance(inner.func, ast.Attribute)
+                and inner.func.attr in BINDING_CALLS
+            ):
                 self.eval_lazy(inner, scope, self_attrs)
         return unknown
 
@@ -271,11 +323,16 @@ class _Interpreter:
         if isinstance(node, ast.Subscript):
             container = ev(node.value)
             if isinstance(node.slice, ast.Slice):
-                parts = [ev(p) if p is not None else None for p in (node.slice.lower, node.slice.upper, node.slice.step)]
+                parts = [
+                    ev(p) if p is not None else None for p in (node.slice.lower, node.slice.upper, node.slice.step)
+                ]
                 return container[slice(*parts)]
             return container[ev(node.slice)]
-        if isinstance(node, (ast.ListComp, ast.GeneratorExp)) and len(node.generators) == 1 \
-                and not node.generators[0].ifs:
+        if (
+            isinstance(node, (ast.ListComp, ast.GeneratorExp))
+            and len(node.generators) == 1
+            and not node.generators[0].ifs
+        ):
             generator = node.generators[0]
             items = []
             for item in ev(generator.iter):
@@ -284,8 +341,7 @@ class _Interpreter:
                 items.append(self.eval(node.elt, inner, self_attrs))
             return items
         if isinstance(node, ast.JoinedStr):
-            return "".join(str(ev(v.value)) if isinstance(v, ast.FormattedValue) else str(v.value)
-                           for v in node.values)
+            return "".join(str(ev(v.value)) if isinstance(v, ast.FormattedValue) else str(v.value) for v in node.values)
         if isinstance(node, ast.Call):
             function = ev(node.func)
             args = []
@@ -333,20 +389,58 @@ def _load(target: ast.expr) -> ast.expr:
 
 
 _ALLOWED_CALLS = {getattr(builtins, n) for n in _BUILTINS} | {
-    np.ceil, np.floor, np.sqrt, np.prod, np.sum, np.array, np.log2, math.ceil, math.floor, math.sqrt, math.log2,
-    np.float32, np.float64, np.int32, np.int64, np.uint8, np.int8}
+    np.ceil,
+    np.floor,
+    np.sqrt,
+    np.prod,
+    np.sum,
+    np.array,
+    np.log2,
+    math.ceil,
+    math.floor,
+    math.sqrt,
+    math.log2,
+    np.float32,
+    np.float64,
+    np.int32,
+    np.int64,
+    np.uint8,
+    np.int8,
+}
 
 import operator as _op  # noqa: E402
 
-_BINARY = {ast.Add: _op.add, ast.Sub: _op.sub, ast.Mult: _op.mul, ast.Div: _op.truediv, ast.FloorDiv: _op.floordiv,
-           ast.Mod: _op.mod, ast.Pow: _op.pow, ast.LShift: _op.lshift, ast.RShift: _op.rshift, ast.BitOr: _op.or_,
-           ast.BitAnd: _op.and_, ast.BitXor: _op.xor}
+_BINARY = {
+    ast.Add: _op.add,
+    ast.Sub: _op.sub,
+    ast.Mult: _op.mul,
+    ast.Div: _op.truediv,
+    ast.FloorDiv: _op.floordiv,
+    ast.Mod: _op.mod,
+    ast.Pow: _op.pow,
+    ast.LShift: _op.lshift,
+    ast.RShift: _op.rshift,
+    ast.BitOr: _op.or_,
+    ast.BitAnd: _op.and_,
+    ast.BitXor: _op.xor,
+}
 _UNARY = {ast.USub: _op.neg, ast.UAdd: _op.pos, ast.Not: _op.not_, ast.Invert: _op.invert}
-_COMPARE = {ast.Eq: _op.eq, ast.NotEq: _op.ne, ast.Lt: _op.lt, ast.LtE: _op.le, ast.Gt: _op.gt, ast.GtE: _op.ge,
-            ast.Is: _op.is_, ast.IsNot: _op.is_not, ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
+_COMPARE = {
+    ast.Eq: _op.eq,
+    ast.NotEq: _op.ne,
+    ast.Lt: _op.lt,
+    ast.LtE: _op.le,
+    ast.Gt: _op.gt,
+    ast.GtE: _op.ge,
+    ast.Is: _op.is_,
+    ast.IsNot: _op.is_not,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
+}
 
 
 # ---- public -----------------------------------------------------------------------------------
+
 
 def _parse(path: Path) -> tuple[ast.Module, ast.ClassDef, ast.FunctionDef]:
     try:
@@ -355,17 +449,22 @@ def _parse(path: Path) -> tuple[ast.Module, ast.ClassDef, ast.FunctionDef]:
     except (OSError, UnicodeDecodeError) as error:
         raise OceanError(f"cannot read the env's Python class {path}: {error}") from None
     except SyntaxError as error:
-        raise OceanError(f"cannot read the env's Python class {path}: syntax error on line {error.lineno}: "
-                         f"{error.msg}") from None
+        raise OceanError(
+            f"cannot read the env's Python class {path}: syntax error on line {error.lineno}: {error.msg}"
+        ) from None
     for node in tree.body:
         if not isinstance(node, ast.ClassDef):
             continue
         for item in node.body:
-            if isinstance(item, ast.FunctionDef) and item.name == "__init__" and any(
-                    isinstance(n, ast.Attribute) and n.attr in BINDING_CALLS for n in ast.walk(item)):
+            if (
+                isinstance(item, ast.FunctionDef)
+                and item.name == "__init__"
+                and any(isinstance(n, ast.Attribute) and n.attr in BINDING_CALLS for n in ast.walk(item))
+            ):
                 return tree, node, item
-    raise OceanError(f"cannot read the env's Python class {path}: no class whose __init__ calls "
-                     f"binding.vec_init or binding.env_init")
+    raise OceanError(
+        f"cannot read the env's Python class {path}: no class whose __init__ calls binding.vec_init or binding.env_init"
+    )
 
 
 def read_signature(path: Path) -> ClassSignature:
@@ -386,8 +485,7 @@ def _defaults(interpreter: _Interpreter, init: ast.FunctionDef, path: Path) -> d
         if arg.arg == "self":
             continue
         if default is None:
-            raise OceanError(f"cannot read the env's Python class {path}: __init__ argument {arg.arg!r} "
-                             "has no default")
+            raise OceanError(f"cannot read the env's Python class {path}: __init__ argument {arg.arg!r} has no default")
         defaults[arg.arg] = interpreter.eval_lazy(default, {}, None)
     return defaults
 
@@ -418,8 +516,9 @@ def read_class(path: Path, overrides: dict | None = None) -> ClassModel:
     except _Stop:
         pass
     except _Refused as refused:
-        raise OceanError(f"{cls.name} ({path}:{refused.line}) refuses these keyword arguments: "
-                         f"{refused.message}") from None
+        raise OceanError(
+            f"{cls.name} ({path}:{refused.line}) refuses these keyword arguments: {refused.message}"
+        ) from None
     except _Unsupported as error:
         raise fail(error.why, error.line) from None
     except (TypeError, ValueError, ArithmeticError, IndexError, KeyError) as error:
@@ -452,7 +551,8 @@ def read_class(path: Path, overrides: dict | None = None) -> ClassModel:
         if isinstance(value, (bool, np.bool_)):
             value = int(value)
         if not isinstance(value, numbers.Real):
-            raise fail(f"keyword {key!r} of binding.{call['function']} is {value!r}; shoal passes numbers only",
-                       call["line"])
+            raise fail(
+                f"keyword {key!r} of binding.{call['function']} is {value!r}; shoal passes numbers only", call["line"]
+            )
         init_kwargs[key] = value.item() if isinstance(value, np.generic) else value
     return ClassModel(path, cls.name, int(num_agents), observation_space, action_space, init_kwargs)

@@ -50,8 +50,9 @@ def index_urls() -> list[str]:
     """pip's configured index, then its extra indexes (environment and config files, as pip reads them)."""
     primary, extras = None, []
     try:
-        listing = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True,
-                                 timeout=60).stdout
+        listing = subprocess.run(
+            [sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True, timeout=60
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         listing = ""
     for line in listing.splitlines():
@@ -91,8 +92,7 @@ def _sdist_url(index: str) -> str | None:
     if page.startswith("file:"):
         body = _local_page(page)
         return _find_link(page, body) if body is not None else None
-    request = urllib.request.Request(page, headers={
-        "Accept": "application/vnd.pypi.simple.v1+json, text/html;q=0.1"})
+    request = urllib.request.Request(page, headers={"Accept": "application/vnd.pypi.simple.v1+json, text/html;q=0.1"})
     try:
         with urllib.request.urlopen(request, timeout=60) as response:
             body = response.read().decode("utf-8", "replace")
@@ -142,8 +142,9 @@ def fetch_sdist() -> Path:
                 shutil.copyfileobj(response, out, 1 << 20)
             digest = _sha256(Path(temporary))
             if digest != SDIST_SHA256:
-                raise OceanError(f"{SDIST_FILENAME} from {index} has sha256 {digest}, expected {SDIST_SHA256}; "
-                                 "refusing to use it")
+                raise OceanError(
+                    f"{SDIST_FILENAME} from {index} has sha256 {digest}, expected {SDIST_SHA256}; refusing to use it"
+                )
             os.replace(temporary, target)
             return target
         except OSError as error:
@@ -151,8 +152,10 @@ def fetch_sdist() -> Path:
         finally:
             if os.path.exists(temporary):
                 os.unlink(temporary)
-    raise OceanError(f"cannot fetch {SDIST_FILENAME} through pip's package index (tried {', '.join(tried)}); "
-                     "pass a PufferLib source tree instead (source=PATH, or ocean_source in config.ini)")
+    raise OceanError(
+        f"cannot fetch {SDIST_FILENAME} through pip's package index (tried {', '.join(tried)}); "
+        "pass a PufferLib source tree instead (source=PATH, or ocean_source in config.ini)"
+    )
 
 
 def sdist_ocean_dir() -> Path:
@@ -189,14 +192,19 @@ def ocean_dir(source: str | os.PathLike | None = None) -> Path:
     for candidate in (path / "pufferlib" / "ocean", path):
         if candidate.is_dir() and any(candidate.glob("*/binding.c")):
             return candidate.resolve()
-    raise OceanError(f"{path} is not a PufferLib source tree: neither it nor {path / 'pufferlib' / 'ocean'} "
-                     "holds env folders with a binding.c")
+    raise OceanError(
+        f"{path} is not a PufferLib source tree: neither it nor {path / 'pufferlib' / 'ocean'} "
+        "holds env folders with a binding.c"
+    )
 
 
 def available_envs(ocean: Path) -> list[str]:
     """Env folders of the tree: ``<name>/binding.c``, ``<name>/<name>.h`` and ``<name>/<name>.py``."""
-    return sorted(d.name for d in ocean.iterdir()
-                  if (d / "binding.c").is_file() and (d / f"{d.name}.h").is_file() and (d / f"{d.name}.py").is_file())
+    return sorted(
+        d.name
+        for d in ocean.iterdir()
+        if (d / "binding.c").is_file() and (d / f"{d.name}.h").is_file() and (d / f"{d.name}.py").is_file()
+    )
 
 
 def env_dir(ocean: Path, name: str) -> Path:

@@ -1,8 +1,7 @@
-'''A test env in PufferLib's Ocean layout (its class is read by shoal, never imported).'''
+"""A test env in PufferLib's Ocean layout (its class is read by shoal, never imported)."""
 
 import gymnasium
 import numpy as np
-
 import pufferlib
 from pufferlib.ocean.globalcount import binding
 
@@ -13,5 +12,13 @@ class GlobalCount(pufferlib.PufferEnv):
         self.single_action_space = gymnasium.spaces.Discrete(2)
         self.num_agents = num_envs
         super().__init__(buf)
-        self.c_envs = binding.vec_init(self.observations, self.actions, self.rewards,
-            self.terminals, self.truncations, num_envs, seed, length=length)
+        self.c_envs = binding.vec_init(
+            self.observations,
+            self.actions,
+            self.rewards,
+            self.terminals,
+            self.truncations,
+            num_envs,
+            seed,
+            length=length,
+        )
