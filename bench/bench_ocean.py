@@ -18,7 +18,10 @@ import functools
 import shutil
 import statistics
 import tempfile
+import types
 from pathlib import Path
+
+import numpy as np
 
 from shoal import benchmark
 from shoal.benchmark import Case
@@ -70,12 +73,17 @@ class HarnessCase:
 
     def __init__(self, name, cls, num_envs, agent_steps, workdir):
         self.name, self.cls, self.num_envs, self.workdir = name, cls, num_envs, workdir
-        agents = cls(num_envs=1).num_agents * num_envs
+        probe = cls(num_envs=1)
+        agents = probe.num_agents * num_envs
         self.steps = max(1, agent_steps // agents)
+        # The very rows shoal's cases step with (benchmark.time_vecenv: random_actions(vecenv), seed 0).
+        shape = types.SimpleNamespace(single_action_space=probe.single_action_space, agents_per_batch=agents)
+        self.actions = np.stack(benchmark.random_actions(shape))
+        probe.close()
         self.samples = []
 
     def run(self):
-        self.samples.append(harness.bench(self.cls, self.num_envs, self.steps, self.workdir))
+        self.samples.append(harness.bench(self.cls, self.num_envs, self.steps, self.workdir, actions=self.actions))
         return self.samples[-1]
 
     @property

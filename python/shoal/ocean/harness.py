@@ -60,12 +60,17 @@ def trace(env_class: type[OceanEnv], num_envs: int, seed: int, actions: np.ndarr
     return {"obs": np.stack(obs), "rewards": np.stack(rewards), "terminals": np.stack(terminals)}
 
 
-def bench(env_class: type[OceanEnv], num_envs: int, steps: int, workdir: Path, seed: int = 0) -> float:
-    """Agent steps per second of the bare loop (libc rand(), as PufferLib runs it)."""
+def bench(env_class: type[OceanEnv], num_envs: int, steps: int, workdir: Path, seed: int = 0, actions=None) -> float:
+    """Agent steps per second of the bare loop (libc rand(), as PufferLib runs it). ``actions``:
+    rows of actions (batches, agents, ...) stepped in turn, as shoal's benchmark does."""
     program = _program(env_class, workdir, shoal_rand=False)
-    result = subprocess.run(
-        [str(program), "bench", str(num_envs), str(steps), str(seed)], capture_output=True, text=True, timeout=600
-    )
+    command = [str(program), "bench", str(num_envs), str(steps), str(seed)]
+    if actions is not None:
+        action_file = Path(workdir) / f"bench_actions_{env_class.__name__}.bin"
+        rows = np.asarray(actions)
+        rows.astype(np.float32 if rows.dtype.kind == "f" else np.int32).tofile(action_file)
+        command.append(str(action_file))
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
     if result.returncode != 0:
         raise OceanError(f"harness of {env_class.__name__} failed: {result.stderr.strip()}")
     seconds, agent_steps = result.stdout.split()

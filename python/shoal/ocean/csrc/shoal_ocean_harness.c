@@ -11,8 +11,9 @@
  *       rewards and terminals to OUT. Built with SHOAL_OCEAN_HARNESS_SHOAL_RAND, rand() draws
  *       from each env's shoal stream (seeded as shoal seeds it), so trajectories compare with
  *       shoal's step for step.
- *   harness bench NUM_ENVS STEPS SEED  steps random actions (drawn in advance) and prints
- *       "<seconds> <agent steps>"; rand() is libc's, seeded with srand() as PufferLib does.
+ *   harness bench NUM_ENVS STEPS SEED [ACTIONS]  steps actions drawn in advance (the rows of
+ *       ACTIONS in turn, else its own random rows) and prints "<seconds> <agent steps>"; rand() is
+ *       libc's, seeded with srand() as PufferLib does.
  */
 #ifdef SHOAL_OCEAN_HARNESS_SHOAL_RAND
 #define SHOAL_REPLACE_RAND
@@ -135,25 +136,43 @@ int main(int argc, char** argv) {
         return 0;
     }
 
-    /* bench: a pool of random action rows drawn in advance, copied in like PufferLib's step does. */
-    enum { POOL = 256 };
-    int32_t* pool_int = malloc(sizeof(int32_t) * (size_t)action_count * POOL);
-    float* pool_float = malloc(sizeof(float) * (size_t)action_count * POOL);
+    /* bench: rows of actions drawn in advance, copied in each step like PufferLib's step does:
+     * read from ACTIONS (argv[5], the same rows shoal's benchmark steps with) or drawn here. */
+    long pool = 256;
+    FILE* pool_file = argc > 5 ? fopen(argv[5], "rb") : NULL;
+    if (argc > 5 && !pool_file) die("cannot open ACTIONS");
+    if (pool_file) {
+        fseek(pool_file, 0, SEEK_END);
+        pool = ftell(pool_file) / (long)(sizeof(int32_t) * (size_t)action_count);
+        fseek(pool_file, 0, SEEK_SET);
+        if (pool < 1) die("ACTIONS holds no complete row");
+    }
+    int32_t* pool_int = malloc(sizeof(int32_t) * (size_t)(action_count * pool));
+    float* pool_float = malloc(sizeof(float) * (size_t)(action_count * pool));
     if (!pool_int || !pool_float) die("out of memory");
-    uint64_t state = 0x2545F4914F6CDD1DULL ^ seed;
-    for (long k = 0; k < action_count * POOL; ++k) {
-        state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-        const uint32_t draw = (uint32_t)(state >> 33);
-        const int d = (int)(k % SHOAL_OCEAN_ACTION_DIMS);
-        pool_int[k] = box ? 0 : (int32_t)(draw % (uint32_t)action_nvec[d]);
-        pool_float[k] = box ? SHOAL_OCEAN_ACTION_LOW + (SHOAL_OCEAN_ACTION_HIGH - SHOAL_OCEAN_ACTION_LOW) *
-                                  (float)draw / 2147483648.0f
-                            : (float)pool_int[k];
+    if (pool_file) {
+        /* int32 rows, or float32 rows for Box actions (both 4 bytes) */
+        void* rows = box ? (void*)pool_float : (void*)pool_int;
+        if (fread(rows, 4, (size_t)(action_count * pool), pool_file) != (size_t)(action_count * pool))
+            die("short ACTIONS");
+        fclose(pool_file);
+        for (long k = 0; k < action_count * pool && !box; ++k) pool_float[k] = (float)pool_int[k];
+    } else {
+        uint64_t state = 0x2545F4914F6CDD1DULL ^ seed;
+        for (long k = 0; k < action_count * pool; ++k) {
+            state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+            const uint32_t draw = (uint32_t)(state >> 33);
+            const int d = (int)(k % SHOAL_OCEAN_ACTION_DIMS);
+            pool_int[k] = box ? 0 : (int32_t)(draw % (uint32_t)action_nvec[d]);
+            pool_float[k] = box ? SHOAL_OCEAN_ACTION_LOW + (SHOAL_OCEAN_ACTION_HIGH - SHOAL_OCEAN_ACTION_LOW) *
+                                      (float)draw / 2147483648.0f
+                                : (float)pool_int[k];
+        }
     }
     struct timespec start, end;
     for (long t = -steps / 10 - 1; t < steps; ++t) {  /* a tenth of the steps warm up, untimed */
         if (t == 0) clock_gettime(CLOCK_MONOTONIC, &start);
-        const long k = ((t % POOL) + POOL) % POOL;
+        const long k = ((t % pool) + pool) % pool;
         if (HARNESS_FLOAT_ACTIONS)
             memcpy(float_actions, pool_float + k * action_count, sizeof(float) * (size_t)action_count);
         else
