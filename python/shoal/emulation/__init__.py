@@ -58,7 +58,7 @@ from __future__ import annotations
 from .gymnasium_env import BatchStepError, GymnasiumPufferEnv, batchable, step_box_rows
 from .layout import LEAF_SPACES, Leaf, ObservationLayout, nativize
 from .pettingzoo_env import PettingZooPufferEnv
-from .wrap import wrap
+from .wrap import onto_rows, wrap
 
 __all__ = [
     "BatchStepError",
@@ -69,6 +69,7 @@ __all__ = [
     "PettingZooPufferEnv",
     "batchable",
     "nativize",
+    "onto_rows",
     "step_box_rows",
     "wrap",
 ]

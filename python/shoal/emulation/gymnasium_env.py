@@ -11,15 +11,27 @@ from ..default_wrappers import StepFunction, default_stack
 from ..seeding import check_seed, env_seed
 from ..spaces import check_action_space
 from ..step_checks import check_observation, check_step_outputs
-from .base import EmulatedEnv, array_action
+from .base import EmulatedEnv, array_action, env_to_wrap
 from .layout import ObservationLayout
 
 
 class GymnasiumPufferEnv(EmulatedEnv):
-    """A gymnasium.Env as a one-row PufferEnv (flattened observations, same-step autoreset)."""
+    """A gymnasium.Env as a one-row PufferEnv (flattened observations, same-step autoreset).
 
-    def __init__(self, env: gymnasium.Env, buf: Buffers | None = None, seed: int = 0):
-        self.env = env
+    Called as PufferLib calls it: ``GymnasiumPufferEnv(env=...)`` or
+    ``GymnasiumPufferEnv(env_creator=..., env_args=..., env_kwargs=...)``, with ``buf`` and ``seed``.
+    """
+
+    def __init__(
+        self,
+        env: gymnasium.Env | None = None,
+        env_creator=None,
+        env_args=(),
+        env_kwargs: dict | None = None,
+        buf: Buffers | None = None,
+        seed: int = 0,
+    ):
+        self.env = env = env_to_wrap(env, env_creator, env_args, env_kwargs, type(self).__name__)
         owner = type(env).__name__
         check_action_space(env.action_space, owner)
         self.emulated = ObservationLayout(env.observation_space)
