@@ -48,6 +48,7 @@ class GymnasiumPufferEnv(EmulatedEnv):
         self._stack = default_stack(env)
         self._time_limit = self._stack.time_limit if self._stack else None
         self._step: StepFunction = self._step_until_checked if self._stack else env.step
+        self._reset = env.reset  # the autoreset's; past the default stack too, once its checker is done
         self._episode_return = 0.0
         self._episode_length = 0
         self._closed = False
@@ -74,6 +75,7 @@ class GymnasiumPufferEnv(EmulatedEnv):
         result = self.env.step(action)
         if self._stack.checker_done():
             self._step = self._stack.base.step
+            self._reset = self._stack.base.reset
         return result
 
     def transition(self, action):
@@ -111,7 +113,7 @@ class GymnasiumPufferEnv(EmulatedEnv):
         infos.append({"episode_return": float(self._episode_return), "episode_length": self._episode_length, **info})
         self._episode_return = 0.0
         self._episode_length = 0
-        observation, reset_info = self.env.reset()
+        observation, reset_info = self._reset()
         check_observation(self.emulated, observation, "reset() (autoreset)")
         if reset_info:
             infos.append(reset_info)
