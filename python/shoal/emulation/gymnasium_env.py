@@ -87,11 +87,12 @@ class GymnasiumPufferEnv(EmulatedEnv):
         if not self._discrete:
             action = self._convert_action(action)
         result = self._step(action)
-        check_step_outputs(self.emulated, *result[:4])
-        self._episode_return += result[1]
+        observation, reward, terminated, truncated, info = result
+        check_step_outputs(self.emulated, observation, reward, terminated, truncated)  # before the tallies
+        self._episode_return += reward
         self._episode_length += 1
         infos: list = []
-        if result[2] or result[3] or result[4] or self._episode_length == self._time_limit:
+        if terminated or truncated or info or self._episode_length == self._time_limit:
             result = self._settle(result, infos)
         return (*result[:4], infos)
 
@@ -158,27 +159,30 @@ def step_box_rows(envs: list[GymnasiumPufferEnv], actions: np.ndarray, buf: Buff
     results: list[tuple] = []
     infos: list[dict] = []
     add = results.append  # bound once: the loop below runs once per env step
-    # check_step_outputs's fast path, inlined (a call per env step is a measurable share of the
-    # loop): the plain well-formed step passes on these type and shape tests; anything else gets
-    # the full check, which raises the diagnostic EnvError or accepts the less plain forms.
-    box_shape = envs[0].emulated.box_shape  # every env of a vector has the same observation space
+    # check_step_outputs's fast path, inlined: a plain well-formed step passes on these type and
+    # shape tests, before anything is tallied; anything else gets the full check, which raises the
+    # diagnostic EnvError or accepts the less plain forms (a list observation, a 0-d array reward,
+    # 0/1 flags). Inlined because the call alone cost more than the tests (trivial env, 64 envs:
+    # about 0.25 us per env step inlined, 0.7 us as a call).
+    layout = envs[0].emulated  # every env of a vector has the same observation space
+    box_shape, box_dtype = layout.box_shape, layout.space.dtype
     ndarray, numeric, plain_rewards, plain_flags = np.ndarray, NUMERIC_KINDS, PLAIN_REWARDS, PLAIN_FLAGS
     try:
         for env, action in zip(envs, actions):
             result = env._step(action)
-            observation = result[0]
+            observation, reward, terminated, truncated, info = result
             if not (
                 type(observation) is ndarray
                 and observation.shape == box_shape
-                and observation.dtype.kind in numeric
-                and type(result[1]) in plain_rewards
-                and type(result[2]) in plain_flags
-                and type(result[3]) in plain_flags
+                and (observation.dtype is box_dtype or observation.dtype.kind in numeric)
+                and type(reward) in plain_rewards
+                and type(terminated) in plain_flags
+                and type(truncated) in plain_flags
             ):
-                check_step_outputs(env.emulated, *result[:4])
-            env._episode_return += result[1]
+                check_step_outputs(env.emulated, observation, reward, terminated, truncated)
+            env._episode_return += reward
             env._episode_length += 1
-            if result[2] or result[3] or result[4] or env._episode_length == env._time_limit:
+            if terminated or truncated or info or env._episode_length == env._time_limit:
                 result = env._settle(result, infos)
             add(result)
     except Exception as exc:
