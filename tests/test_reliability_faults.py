@@ -213,3 +213,89 @@ def test_hanging_env_close_does_not_hang_multiprocessing_close(tmp_path, time_li
     assert time.monotonic() - started < HANG_IN_CLOSE_S - 1.5
     # Worker 1's envs closed; worker 0 was killed while env 0's close() hung (env 1 went with it).
     assert {2, 3} <= closed_ids(tmp_path)
+
+
+# ---------------------------------------------------------------------------------------------------
+# The emulation's two step paths check alike: Serial's batched step_box_rows (an inlined fast test,
+# the full check on a miss) and GymnasiumPufferEnv.step (check_step_outputs)
+# ---------------------------------------------------------------------------------------------------
+
+
+def test_a_lone_emulated_env_rejects_malformed_outputs_as_serial_does():
+    """GymnasiumPufferEnv.step (transition()) and Serial's batched step give the same sentence."""
+    from shoal.emulation import GymnasiumPufferEnv
+
+    from envs_for_tests import BAD_OUTPUTS, BadOutputs
+
+    with make(bad_output_creators(2, bad_env=1), backend="Serial", num_envs=2) as vecenv:
+        batched = check_bad_output_errors(step_until_bad_outputs(vecenv), "env 1")
+    env = GymnasiumPufferEnv(BadOutputs(bad=True))
+    env.reset()
+    actions = np.zeros(1, np.int32)
+    for (_, _, expected), serial_said in zip(BAD_OUTPUTS, batched):
+        env.step(actions)  # well formed
+        with pytest.raises(EnvError) as info:
+            env.step(actions)
+        assert str(info.value).startswith(f"step() returned {expected}"), str(info.value)
+        assert f"EnvError: {info.value}" == serial_said
+        env.reset()
+
+
+class LoosePlainOutputs:
+    """Well-formed but not plain step outputs (a list observation, a 0-d array reward, integer 0/1
+    and 0-d bool flags), which miss the batched loop's fast test and must pass the full check."""
+
+    def __init__(self, bad_reset: bool = False):
+        import gymnasium
+        from gymnasium import spaces
+
+        class Env(gymnasium.Env):
+            observation_space = spaces.Box(-10.0, 10.0, (3,), np.float32)
+            action_space = spaces.Discrete(2)
+            resets = 0
+
+            def reset(self, *, seed=None, options=None):
+                super().reset(seed=seed)
+                self.t = 0
+                self.resets += 1
+                if bad_reset and self.resets > 1:  # the autoreset's observation
+                    return np.zeros(1, np.float32), {}
+                return np.zeros(3, np.float32), {}
+
+            def step(self, action):
+                self.t += 1
+                observation = [float(self.t), 2.0, float(action)]
+                return observation, np.array(2.5), int(self.t == 3), np.array(False), {}
+
+        self.env = Env()
+
+    def __call__(self):
+        return self.env
+
+
+def test_less_plain_well_formed_outputs_pass_the_batched_check():
+    with make([LoosePlainOutputs(), LoosePlainOutputs()], backend="Serial", num_envs=2) as vecenv:
+        vecenv.reset()
+        for t in (1, 2, 3):
+            observations, rewards, terminals, truncations, infos = vecenv.step(np.array([0, 1], np.int32))
+            # at t == 3 the episode ends: the row holds the next episode's first observation (zeros)
+            expected_obs = np.zeros((2, 3)) if t == 3 else [[t, 2.0, 0.0], [t, 2.0, 1.0]]
+            np.testing.assert_array_equal(observations, np.array(expected_obs, np.float32))
+            np.testing.assert_array_equal(rewards, [2.5, 2.5])
+            np.testing.assert_array_equal(terminals, [t == 3, t == 3])
+            np.testing.assert_array_equal(truncations, [False, False])
+        returns = sorted(info["episode_return"] for info in infos if "episode_return" in info)
+        assert returns == [7.5, 7.5]
+
+
+def test_a_malformed_autoreset_observation_is_an_env_error_naming_the_env():
+    creators = [LoosePlainOutputs(), LoosePlainOutputs(bad_reset=True)]
+    with make(creators, backend="Serial", num_envs=2) as vecenv:
+        vecenv.reset()
+        actions = np.zeros(2, np.int32)
+        vecenv.step(actions)
+        vecenv.step(actions)
+        with pytest.raises(
+            EnvError, match=r"^env 1 raised EnvError: reset\(\) \(autoreset\) returned an observation of shape \(1,\)"
+        ):
+            vecenv.step(actions)

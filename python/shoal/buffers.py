@@ -93,6 +93,13 @@ class Buffers:
             masks=allocator((rows,), np.dtype(bool)),
         )
 
+    def written_by(self, env) -> bool:
+        """True when ``env``'s output arrays (observations ... masks) are these arrays' memory, shape for shape."""
+        return all(
+            _same_memory(getattr(env, name, None), getattr(self, name))
+            for name in ("observations", "final_observations", "rewards", "terminals", "truncations", "masks")
+        )
+
     def rows(self, start: int, end: int) -> Buffers:
         """Views of rows [start, end)."""
         return Buffers(**{f.name: getattr(self, f.name)[start:end] for f in fields(self)})
@@ -112,3 +119,12 @@ class Buffers:
             if not array.flags.c_contiguous or not array.flags.writeable:
                 raise APIUsageError(f"buf.{f.name} must be C-contiguous and writeable")
         return self
+
+
+def _same_memory(array, target: np.ndarray) -> bool:
+    return (
+        isinstance(array, np.ndarray)
+        and array.shape == target.shape
+        and array.strides == target.strides
+        and array.__array_interface__["data"][0] == target.__array_interface__["data"][0]
+    )

@@ -6,8 +6,9 @@ two steps, OrderEnforcing refuses a step before a reset (shoal's call-order chec
 TimeLimit counts steps and reports ``truncated`` once ``elapsed >= max_episode_steps``. Together
 they cost about half a microsecond per step, which is a tenth of a light env's step. So when an env
 is exactly such a stack, shoal steps its base env directly once the checker has seen what it
-inspects, and applies the same time limit itself. Any other wrapper in the stack (or a subclass of
-one of these three) and the env is stepped as given.
+inspects, applies the same time limit itself, and from then on resets the base env too when an
+episode ends (the three wrappers' resets only clear their own counters and flags). Any other
+wrapper in the stack (or a subclass of one of these three) and the env is stepped as given.
 """
 
 from __future__ import annotations

@@ -44,6 +44,14 @@ Seeding
     means ``self.seed``. A vector gives its env ``i`` the vector seed ``offset_seed(seed, i)``, so env
     ``i`` is reset with ``env_seed(seed, i)`` on every backend.
 
+Already wrapped
+    Both wrappers take PufferLib's arguments (``env=``, or ``env_creator=`` with ``env_args`` and
+    ``env_kwargs``; then ``buf`` and ``seed``), so a PufferLib-style creator may return one. When it
+    takes no ``buf`` (or drops it) the wrapper arrives over buffers of its own; a vector then
+    rebuilds it over its rows around the same inner env (:func:`onto_rows`), and it steps exactly
+    as the plain env would, on the same batched path. Any other PufferEnv must write into the rows
+    it is handed (APIUsageError otherwise).
+
 PettingZoo
     Agent slot ``i`` is ``possible_agents[i]``; all agents must share one observation space and one
     action space. Rows of agents that are absent from the env's returned dicts (dead, or not spawned
@@ -58,7 +66,7 @@ from __future__ import annotations
 from .gymnasium_env import BatchStepError, GymnasiumPufferEnv, batchable, step_box_rows
 from .layout import LEAF_SPACES, Leaf, ObservationLayout, nativize
 from .pettingzoo_env import PettingZooPufferEnv
-from .wrap import wrap
+from .wrap import onto_rows, wrap
 
 __all__ = [
     "BatchStepError",
@@ -69,6 +77,7 @@ __all__ = [
     "PettingZooPufferEnv",
     "batchable",
     "nativize",
+    "onto_rows",
     "step_box_rows",
     "wrap",
 ]

@@ -7,7 +7,19 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import APIUsageError
 from ..pufferenv import PufferEnv
+
+
+def env_to_wrap(env, env_creator, env_args, env_kwargs, owner: str):
+    """The env an emulation wrapper wraps, given PufferLib's way: ``env``, or ``env_creator(*env_args, **env_kwargs)``."""
+    if (env is None) == (env_creator is None):
+        raise APIUsageError(f"{owner} takes exactly one of env= (an env) and env_creator= (a function that makes one)")
+    if env_creator is not None:
+        return env_creator(*env_args, **(env_kwargs or {}))
+    if env_args or env_kwargs:
+        raise APIUsageError(f"{owner}: env_args and env_kwargs go with env_creator=, not with an env already made")
+    return env
 
 
 def array_action(space) -> Callable[[np.ndarray], np.ndarray]:

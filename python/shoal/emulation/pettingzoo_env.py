@@ -10,15 +10,15 @@ from ..errors import APIUsageError, EnvError
 from ..seeding import check_seed, env_seed
 from ..spaces import check_action_space
 from ..step_checks import check_flag, check_observation, check_reward
-from .base import EmulatedEnv, array_action
+from .base import EmulatedEnv, array_action, env_to_wrap
 from .layout import ObservationLayout
 
 
 class PettingZooPufferEnv(EmulatedEnv):
     """A PettingZoo ParallelEnv as a PufferEnv with one row per possible agent (see the module doc)."""
 
-    def __init__(self, env, buf: Buffers | None = None, seed: int = 0):
-        self.env = env
+    def __init__(self, env=None, env_creator=None, env_args=(), env_kwargs=None, buf: Buffers | None = None, seed=0):
+        self.env = env = env_to_wrap(env, env_creator, env_args, env_kwargs, type(self).__name__)
         owner = type(env).__name__
         agents = list(env.possible_agents)
         if not agents:

@@ -41,3 +41,19 @@ def wrap(env, buf: Buffers | None = None, seed: int = 0) -> PufferEnv:
         f"cannot emulate {type(env).__module__}.{type(env).__name__}{hint}; shoal accepts a "
         "gymnasium.Env, a PettingZoo ParallelEnv, or a shoal PufferEnv (native, not wrapped)"
     )
+
+
+def onto_rows(env: PufferEnv, buf: Buffers) -> PufferEnv | None:
+    """``env`` as a PufferEnv that writes into ``buf``, or None when it cannot be one.
+
+    An env that writes there already is returned as is. One of shoal's own emulation wrappers (that
+    exact class, no subclass) over buffers of its own is rebuilt over ``buf`` around the same inner
+    env, with the same seed: what :func:`wrap` of that env gives, so it steps as a plain gymnasium
+    (or PettingZoo) env does, through one layer. Nothing of the discarded wrapper matters: it holds
+    no env state (the inner env does) and a vector resets every env before stepping it.
+    """
+    if buf.written_by(env):
+        return env
+    if type(env) is GymnasiumPufferEnv or type(env) is PettingZooPufferEnv:
+        return type(env)(env.env, buf=buf, seed=env.seed)
+    return None

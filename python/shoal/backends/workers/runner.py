@@ -8,6 +8,7 @@ Serial turns it into an EnvError, workers into a :class:`Failure` for the caller
 from __future__ import annotations
 
 import functools
+import inspect
 from dataclasses import dataclass
 
 from gymnasium import spaces
@@ -143,10 +144,25 @@ class SliceRunner:
         return self.first_env + position if self._per_env else None
 
 
+def takes_buf(creator) -> bool:
+    """Whether ``creator`` accepts a ``buf`` keyword (PufferLib hands every creator one).
+
+    A creator that does not, such as ``lambda: GymnasiumPufferEnv(env=gymnasium.make(name))``, is
+    called without it and its env moved onto the vector's rows (see :func:`shoal.emulation.onto_rows`).
+    """
+    try:
+        parameters = inspect.signature(creator).parameters.values()
+    except (TypeError, ValueError):  # no signature to read: hand it buf, as PufferLib does
+        return True
+    return any(p.kind is p.VAR_KEYWORD or (p.name == "buf" and p.kind is not p.POSITIONAL_ONLY) for p in parameters)
+
+
 def python_slice(envs: EnvSlice, buf: Buffers, emulate: bool, shape: EnvShape) -> SliceRunner:
     """One env object per creator, env ``i`` over its ``shape.num_agents`` rows of ``buf``.
 
     ``emulate``: the creators return Gymnasium/PettingZoo envs (wrapped here), not PufferEnvs.
+    Otherwise each env must end up writing into its rows: a creator that takes ``buf`` gets them; an
+    emulation wrapper made over buffers of its own is rebuilt over them; any other env is an error.
     """
     rows = shape.num_agents
     built: list[PufferEnv] = []
@@ -158,12 +174,19 @@ def python_slice(envs: EnvSlice, buf: Buffers, emulate: bool, shape: EnvShape) -
                 if emulate:
                     env = emulation.wrap(creator(*args, **kwargs), buf=env_rows)
                 else:
-                    env = creator(*args, buf=env_rows, **kwargs)
+                    made = creator(*args, buf=env_rows, **kwargs) if takes_buf(creator) else creator(*args, **kwargs)
+                    env = emulation.onto_rows(made, env_rows)
             except APIUsageError as error:
                 raise APIUsageError(
                     f"env {index} does not fit the vector built from env 0 (every env must "
                     f"have the same spaces and agent count): {error}"
                 ) from None
+            if env is None:
+                made.close()
+                raise APIUsageError(
+                    f"env {index}: the creator returned a {type(made).__name__} that writes into buffers of "
+                    "its own, not the rows the vector passed as buf=; hand buf on to PufferEnv.__init__"
+                )
             shape.check(env, index)
             built.append(env)
     except BaseException:
