@@ -1,5 +1,8 @@
 """Assertions shared by the fault tests of several backends (tests/test_reliability_faults.py, test_ray.py)."""
 
+import threading
+import time
+
 import numpy as np
 import pytest
 
@@ -32,3 +35,22 @@ def check_bad_output_errors(errors: list, where: str) -> list[str]:
         assert message.startswith(f"{where} raised EnvError: step() returned {expected}"), message
         said.append(message.split(" raised ", 1)[1].split("\n", 1)[0])
     return said
+
+
+def close_while_recv_waits(vecenv, delay: float) -> tuple[threading.Thread, list]:
+    """Close ``vecenv`` from this thread ``delay`` seconds after another thread entered recv(); returns
+    that thread (joined for up to 10 s) and whatever it raised."""
+    raised = []
+
+    def wait():
+        try:
+            vecenv.recv()
+        except BaseException as exc:  # noqa: B036 - the caller asserts on whatever the thread got
+            raised.append(exc)
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    time.sleep(delay)
+    vecenv.close()
+    waiter.join(10)
+    return waiter, raised

@@ -27,6 +27,7 @@ from shoal.seeding import env_seed, restart_seed  # noqa: E402
 from shoal.vector import make  # noqa: E402
 
 from envs_for_tests import make_raise_on_init, make_raise_on_step  # noqa: E402
+from fault_checks import close_while_recv_waits  # noqa: E402
 from rollouts import assert_same, rollout  # noqa: E402
 
 TIME_LIMIT_S = 90
@@ -575,19 +576,7 @@ def test_close_from_another_thread_while_recv_waits():
     pids = vecenv.worker_pids
     vecenv.reset()
     vecenv.send(np.ones(4, np.int32))  # every actor sleeps
-    raised = []
-
-    def wait():
-        try:
-            vecenv.recv()
-        except BaseException as exc:  # noqa: B036 - the test reports whatever the thread got
-            raised.append(exc)
-
-    waiter = threading.Thread(target=wait)
-    waiter.start()
-    time.sleep(0.3)
-    vecenv.close()
-    waiter.join(10)
+    waiter, raised = close_while_recv_waits(vecenv, 0.3)
     assert not waiter.is_alive()
     assert len(raised) == 1 and type(raised[0]) is APIUsageError, raised
     assert "closed (by another thread) while recv() waited" in str(raised[0])

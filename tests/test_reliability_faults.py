@@ -17,7 +17,7 @@ from shoal.errors import APIUsageError, EnvError
 from shoal.vector import make
 
 from envs_for_tests import SLOW_S, bad_output_creators, close_recorder_creators, counting_creators
-from fault_checks import check_bad_output_errors, step_until_bad_outputs
+from fault_checks import check_bad_output_errors, close_while_recv_waits, step_until_bad_outputs
 
 
 def interrupt_after(seconds: float) -> threading.Timer:
@@ -156,19 +156,7 @@ def test_close_from_another_thread_while_recv_waits(backend, time_limit):
             vecenv.recv()
             vecenv.send(np.zeros(16, np.int32))
     pids = getattr(vecenv, "worker_pids", [])
-    raised = []
-
-    def wait():
-        try:
-            vecenv.recv()
-        except BaseException as exc:  # noqa: B036 - the test reports whatever the thread got
-            raised.append(exc)
-
-    waiter = threading.Thread(target=wait)
-    waiter.start()
-    time.sleep(0.05)
-    vecenv.close()
-    waiter.join(10)
+    waiter, raised = close_while_recv_waits(vecenv, 0.05)
     assert not waiter.is_alive()
     assert len(raised) == 1 and type(raised[0]) is APIUsageError, raised
     assert "closed (by another thread) while recv() waited" in str(raised[0])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numbers
 from typing import Any
 
 import numpy as np
@@ -10,6 +9,7 @@ import numpy as np
 from ..emulation import ObservationLayout
 from ..errors import APIUsageError
 from ..seeding import check_seed, env_seed
+from ..validation import is_integer
 
 #: attributes every shoal vector env has and the adapters read
 REQUIRED = (
@@ -69,7 +69,7 @@ class ResetSeeds:
 
     def __init__(self, vecenv):
         seed = getattr(vecenv, "seed", None)
-        self.default = int(seed) if isinstance(seed, numbers.Integral) and not isinstance(seed, bool) else None
+        self.default = int(seed) if is_integer(seed) else None
         self.rng: np.random.Generator | None = None
         #: the shoal seed of the latest reset (None: the vector's own)
         self.last: int | None = None

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import numbers
 from pathlib import Path
 
 from .. import _native
 from ..native import NativeEnv
 from ..seeding import check_seed
+from ..validation import check_integer
 from . import pyclass, source
 from .build import Library, build_library
 from .errors import OceanError
@@ -44,8 +44,7 @@ class OceanEnv(NativeEnv):
         num_buffers: int = 1,
         **kwargs,
     ):
-        if isinstance(num_envs, bool) or not isinstance(num_envs, numbers.Integral) or num_envs < 1:
-            raise OceanError(f"num_envs must be an integer >= 1, got {num_envs!r}")
+        num_envs = check_integer(num_envs, "num_envs", minimum=1)
         if env_params is not None and kwargs:
             raise OceanError("pass keyword arguments either directly or as env_params, not both")
         per_env = env_params if env_params is not None else [kwargs] * int(num_envs)
