@@ -55,6 +55,8 @@
 /* Inlines every call in a function's body (the step loop then calls step and reset directly). */
 #define SHOAL_FLATTEN __attribute__((flatten))
 #define SHOAL_ALWAYS_INLINE __attribute__((always_inline))
+/* Kept out of a flattened loop: rare work whose registers would otherwise spill in the hot path. */
+#define SHOAL_COLD_PATH __attribute__((noinline, cold))
 
 #ifdef __cplusplus
 extern "C" {
@@ -233,23 +235,36 @@ static inline SHOAL_UNUSED void shoal_start_episode(shoal_env* env, void (*reset
     reset(env);
 }
 
-/* The step loop for envs of `agents` agents each; inlined with a constant `agents` below. */
+/* The rare part of a step, out of the hot loop: env `i` of `range` has an agent that terminated or
+ * was truncated (final observations kept) and, if `over`, its episode ended (tallied, restarted). */
+static SHOAL_UNUSED SHOAL_COLD_PATH void shoal__finish_step(shoal_range* range, size_t i, shoal_env* env, int over,
+                                                            void (*reset)(void*)) {
+    const size_t agents = (size_t)range->num_agents, observation_bytes = range->observation_bytes;
+    unsigned char* finals = range->final_observations + i * agents * observation_bytes;
+    const unsigned char* observations = (const unsigned char*)env->observations;
+    for (size_t a = 0; a < agents; ++a)
+        if (env->terminals[a] | env->truncations[a])
+            memcpy(finals + a * observation_bytes, observations + a * observation_bytes, observation_bytes);
+    if (!over) return;
+    const size_t num_stats = (size_t)range->num_stats;
+    range->return_sums[i] += env->episode_return;
+    range->length_sums[i] += env->tick;
+    for (size_t s = 0; s < num_stats; ++s) range->stat_sums[i * num_stats + s] += env->stats[s];
+    range->episode_counts[i] += 1;
+    shoal_start_episode(env, reset);
+}
+
+/* The step loop for envs of `agents` agents each; inlined with a constant `agents` below. It holds
+ * only what every step needs; the end of an episode is shoal__finish_step's. */
 static inline SHOAL_UNUSED SHOAL_ALWAYS_INLINE uint64_t shoal__step_envs(shoal_range* range, int (*step)(void*),
                                                                          void (*reset)(void*), const size_t agents) {
-    const size_t observation_bytes = range->observation_bytes;
-    const size_t num_stats = (size_t)range->num_stats;
     const uint32_t max_episode_steps = range->max_episode_steps;
     /* Locals, not range->...: env code's byte stores may alias anything, forcing reloads. */
     const size_t count = range->count, stride = range->stride;
-    double* const return_sums = range->return_sums;
-    double* const length_sums = range->length_sums;
-    uint64_t* const episode_counts = range->episode_counts;
-    double* const stat_sums = range->stat_sums;
     uint64_t episodes = 0;
     int32_t failed = 0;
-    unsigned char* finals = range->final_observations;
     unsigned char* bytes = range->envs;
-    for (size_t i = 0; i < count; ++i, bytes += stride, finals += agents * observation_bytes) {
+    for (size_t i = 0; i < count; ++i, bytes += stride) {
         shoal_env* env = (shoal_env*)bytes;
         for (size_t a = 0; a < agents; ++a) {
             env->rewards[a] = 0.0f;
@@ -265,22 +280,12 @@ static inline SHOAL_UNUSED SHOAL_ALWAYS_INLINE uint64_t shoal__step_envs(shoal_r
             for (size_t a = 0; a < agents; ++a) env->truncations[a] = 1;
             over = 1;
         }
-        /* One branch for "something ended" (rare, unpredictable), then the details inside it. */
+        /* One branch for "something ended" (rare, unpredictable), the details out of line. */
         unsigned ended = 0;
         for (size_t a = 0; a < agents; ++a) ended |= env->terminals[a] | env->truncations[a];
         if (ended | over) {
-            const unsigned char* observations = (const unsigned char*)env->observations;
-            for (size_t a = 0; a < agents; ++a)
-                if (env->terminals[a] | env->truncations[a])
-                    memcpy(finals + a * observation_bytes, observations + a * observation_bytes, observation_bytes);
-            if (over) {
-                return_sums[i] += env->episode_return;
-                length_sums[i] += env->tick;
-                for (size_t s = 0; s < num_stats; ++s) stat_sums[i * num_stats + s] += env->stats[s];
-                episode_counts[i] += 1;
-                episodes += 1;
-                shoal_start_episode(env, reset);
-            }
+            shoal__finish_step(range, i, env, over, reset);
+            episodes += (uint64_t)over;
         }
         failed |= env->failed;
     }
