@@ -90,6 +90,10 @@ class Multithreading(VecEnv):
             for k in range(self.num_buffers)
         ]
         self._next = 0
+        # The synchronous hot path's bound method and views, looked up once.
+        self._step_infos = self.env.step_infos
+        b = self.buf
+        self._outputs = (b.observations, b.rewards, b.terminals, b.truncations, self.agent_ids, b.masks)
         # Held while a native call steps or waits: close() from another thread waits for it (the
         # native vector refuses two threads at once), and the waiting thread then reports the close.
         self._in_use = threading.Lock()
@@ -132,9 +136,13 @@ class Multithreading(VecEnv):
     def send(self, actions) -> None:
         self._order.check_send()
         if self.num_buffers == 1:
-            with self._in_use:
-                self.infos = self.env.step(actions)[4]  # checks the actions before any env runs
-            self._check_not_closed("send")
+            self._in_use.acquire()  # not `with`: this is the hot path, and try/finally costs less
+            try:
+                self.infos = self._step_infos(actions)  # checks the actions before any env runs
+            finally:
+                self._in_use.release()
+            if self._order.closed:
+                self._closed_while("send")
         else:
             self.env.submit(self._next, actions)
             self._next = (self._next + 1) % self.num_buffers
@@ -144,32 +152,24 @@ class Multithreading(VecEnv):
     def recv(self):
         self._order.recv()
         if self.num_buffers == 1:
-            buf = self.buf
-            return (
-                buf.observations,
-                buf.rewards,
-                buf.terminals,
-                buf.truncations,
-                self.infos,
-                self.agent_ids,
-                buf.masks,
-            )
+            observations, rewards, terminals, truncations, agent_ids, masks = self._outputs
+            return observations, rewards, terminals, truncations, self.infos, agent_ids, masks
         k = self._next
         with self._in_use:
             self.infos = infos = self.env.wait(k)
-        self._check_not_closed("recv")
+        if self._order.closed:
+            self._closed_while("recv")
         rows, agent_ids = self._batches[k]
         return (rows.observations, rows.rewards, rows.terminals, rows.truncations, infos, agent_ids, rows.masks)
 
     def pool_stats(self) -> dict:
         return self.env.pool_stats()
 
-    def _check_not_closed(self, call: str) -> None:
-        if self._order.closed:
-            raise APIUsageError(
-                f"Multithreading: the vector env was closed (by another thread) while {call}() waited; "
-                "the step in flight is discarded"
-            )
+    def _closed_while(self, call: str) -> None:
+        raise APIUsageError(
+            f"Multithreading: the vector env was closed (by another thread) while {call}() waited; "
+            "the step in flight is discarded"
+        )
 
     def _close(self) -> None:
         with self._in_use:  # after a step or wait under way in another thread

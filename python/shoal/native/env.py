@@ -187,13 +187,17 @@ class NativeEnv(PufferEnv):
 
     def step(self, actions):
         """Steps every env; ``actions`` are checked (cheaply in native code for int32/float32 arrays)."""
+        infos = self.step_infos(actions)
+        return self.observations, self.rewards, self.terminals, self.truncations, infos
+
+    def step_infos(self, actions) -> list[dict]:
+        """step() that returns only the infos (the outputs are in ``buf``): Multithreading's hot path."""
         ended = self._vec.step_actions(actions) if type(actions) is np.ndarray else -1
         if ended < 0:
             actions = self._check_actions(actions)  # converts other dtypes, or raises
             np.copyto(self.actions, actions, casting="unsafe")
             ended = self._vec.step()
-        infos = self._logs[0].add(ended)
-        return self.observations, self.rewards, self.terminals, self.truncations, infos
+        return self._logs[0].add(ended) if ended else []
 
     def submit(self, buffer: int, actions) -> None:
         """Queues a step of buffer ``buffer`` (num_buffers > 1) and returns while it runs."""
