@@ -51,6 +51,8 @@ def limit_library(name: str) -> ctypes.CDLL:
     library = ctypes.CDLL(str(BUILD / "limit" / "bench" / "native" / f"shoal_limit_{name}.so"))
     library.shoal_limit_sps.restype = ctypes.c_double
     library.shoal_limit_sps.argtypes = [ctypes.c_size_t, ctypes.c_uint64]
+    library.shoal_limit_sps_threads.restype = ctypes.c_double
+    library.shoal_limit_sps_threads.argtypes = [ctypes.c_size_t, ctypes.c_uint64, ctypes.c_uint]
     return library
 
 
@@ -67,17 +69,27 @@ class LimitCase(Case):
 
     library: ctypes.CDLL | None = None
     num_envs: int = 0
+    threads: int = 1
 
     def measure(self) -> float:
-        sps = self.library.shoal_limit_sps(self.num_envs, max(1, self.agent_steps // self.num_envs))
+        steps_per_env = max(1, self.agent_steps // self.num_envs)
+        if self.threads == 1:
+            sps = self.library.shoal_limit_sps(self.num_envs, steps_per_env)
+        else:
+            sps = self.library.shoal_limit_sps_threads(self.num_envs, steps_per_env, self.threads)
         if sps <= 0:
             raise RuntimeError(f"{self.name}: the limit loop failed")
         self.samples.append(sps)
         return sps
 
 
-def limit_case(name: str, env_name: str, num_envs: int, agent_steps: int) -> LimitCase:
-    return LimitCase(f"{name} limit", None, agent_steps, library=limit_library(env_name), num_envs=num_envs)
+def limit_cases(name: str, env_name: str, num_envs: int, agent_steps: int) -> list[LimitCase]:
+    """The limit on one thread and split over two (a spinning barrier per step, no Python)."""
+    library = limit_library(env_name)
+    return [
+        LimitCase(f"{name} limit", None, agent_steps, library=library, num_envs=num_envs),
+        LimitCase(f"{name} limit, 2 threads", None, agent_steps, library=library, num_envs=num_envs, threads=2),
+    ]
 
 
 def run_interleaved(cases: list, repeats: int) -> None:
@@ -185,13 +197,13 @@ def main() -> None:
     template_title = "template env (examples/custom_env random_walk, built as a third-party env), 4096 envs"
     threads = (0, 2, "default")
     limit_groups = {
-        "cartpole, 4096 envs": [limit_case("cartpole 4096", "cartpole", 4096, steps(40e6))]
+        "cartpole, 4096 envs": limit_cases("cartpole 4096", "cartpole", 4096, steps(40e6))
         + [native_case("cartpole 4096", CartPole, 4096, t, steps(40e6)) for t in threads],
-        "cartpole, 1024 envs": [limit_case("cartpole 1024", "cartpole", 1024, steps(20e6))]
+        "cartpole, 1024 envs": limit_cases("cartpole 1024", "cartpole", 1024, steps(20e6))
         + [native_case("cartpole 1024", CartPole, 1024, t, steps(20e6)) for t in threads],
-        "squared, 4096 envs": [limit_case("squared 4096", "squared", 4096, steps(40e6))]
+        "squared, 4096 envs": limit_cases("squared 4096", "squared", 4096, steps(40e6))
         + [native_case("squared 4096", Squared, 4096, t, steps(40e6)) for t in threads],
-        template_title: [limit_case("random_walk 4096", "random_walk", 4096, steps(40e6))]
+        template_title: limit_cases("random_walk 4096", "random_walk", 4096, steps(40e6))
         + [native_case("random_walk 4096", RandomWalk, 4096, t, steps(40e6)) for t in threads],
     }
     groups = {
@@ -226,16 +238,19 @@ def main() -> None:
         run_interleaved(competition, args.repeats)
     groups["cartpole 4096, one competing CPU-bound process (T=0 measured under it too)"] = competition
 
-    headers = ["case", "median SPS", "spread", "samples", "vs T=0", "vs limit"]
+    headers = ["case", "median SPS", "spread", "samples", "vs T=0", "vs limit", "vs 2-thread limit"]
     rows = []
     for title, cases in limit_groups.items():
-        rows.append([f"**{title}**", "", "", "", "", ""])
-        limit, t0 = cases[0], cases[1]
-        rows.append(benchmark.case_row(limit) + ["1.00x"])
-        rows += [benchmark.case_row(case, t0) + [f"{case.median / limit.median:.2f}x"] for case in cases[1:]]
+        rows.append([f"**{title}**", "", "", "", "", "", ""])
+        limit, limit2, t0 = cases[0], cases[1], cases[2]
+        rows.append(benchmark.case_row(limit) + ["1.00x", ""])
+        rows.append(benchmark.case_row(limit2) + [f"{limit2.median / limit.median:.2f}x", "1.00x"])
+        for case in cases[2:]:
+            versus_two = "" if case is t0 else f"{case.median / limit2.median:.2f}x"
+            rows.append(benchmark.case_row(case, t0) + [f"{case.median / limit.median:.2f}x", versus_two])
     for title, cases in groups.items():
-        rows.append([f"**{title}**", "", "", "", "", ""])
-        rows += [benchmark.case_row(case, cases[0]) + [""] for case in cases]
+        rows.append([f"**{title}**", "", "", "", "", "", ""])
+        rows += [benchmark.case_row(case, cases[0]) + ["", ""] for case in cases]
 
     fj = {t: fork_join_ns(t, args.repeats) for t in (1, 2)}
     rows.append(["**fork-join round, trivial body (ns)**", "", "", "", "", ""])
@@ -279,7 +294,7 @@ def main() -> None:
         import envpool
 
         pool = [envpool_sps(4096, 2, steps(4e6)) for _ in range(args.repeats - 1)] + [sps]
-        shoal_default = limit_groups["cartpole, 4096 envs"][3].median
+        shoal_default = limit_groups["cartpole, 4096 envs"][4].median
         rows.append([f"**EnvPool {envpool.__version__} CartPole-v1 sync, 4096 envs, 2 threads**", "", "", "", "", ""])
         rows.append(
             [
@@ -294,6 +309,7 @@ def main() -> None:
     else:
         rows.append(["EnvPool", "not installed (pip install envpool)", "", "", "", ""])
 
+    rows = [row + [""] * (len(headers) - len(row)) for row in rows]
     table = benchmark.format_markdown(
         "Native envs, Multithreading backend",
         info,
@@ -303,7 +319,8 @@ def main() -> None:
             "T = threads stepping envs including the caller (max_num_threads); default = physical cores.",
             "spread = (max - min) / median over the repeats; ratios are medians over the T=0 (or limit) median of "
             "the same group, measured interleaved in the same run.",
-            "limit = the env's own callbacks in a bare C loop (bench/native/limit.c), one thread, no Python.",
+            "limit = the env's own callbacks in a bare C loop (bench/native/limit.c), one thread, no Python; "
+            "2-thread limit = the same loop split over two threads meeting at a spinning barrier after each step.",
         ],
     )
     benchmark.publish(table, args.markdown)
