@@ -143,6 +143,21 @@ def test_sync_parity_with_serial(kind):
     assert sum(len(f) for f in got["final"]) > 10 * num_envs  # many episodes ended and were reset
 
 
+def test_ocean_env_parity_with_serial(tmp_path, monkeypatch):
+    """A PufferLib Ocean env (snake, 16 snakes per env, compiled from the pinned sdist) on Ray actors
+    is bit-identical to Serial: the class travels to the actors and the env's rand() stays per env."""
+    from shoal import ocean
+
+    monkeypatch.setenv("SHOAL_OCEAN_BUILD_CACHE", str(tmp_path))
+    snake = ocean.env_class("snake", num_snakes=16, num_food=64, width=40, height=40)
+    with make(snake, backend="Serial", num_envs=4, seed=5) as vecenv:
+        expected = rollout(vecenv, 300, seed=5)
+    with make(snake, backend=RAY, num_envs=4, seed=5, num_workers=2, max_num_threads=1) as vecenv:
+        got = rollout(vecenv, 300, seed=5)
+    assert_same(expected, got, "Ocean snake on Ray")
+    assert expected["rewards"].any(), "snakes must eat or die within 300 steps"
+
+
 def test_attributes_shapes_and_dtypes():
     with make(CartPole, backend=RAY, num_envs=8, num_workers=2, batch_size=4, seed=3) as vecenv:
         assert vecenv.num_envs == 8 and vecenv.num_agents == 8 and vecenv.agents_per_batch == 4
