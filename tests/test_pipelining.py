@@ -132,11 +132,16 @@ def test_waiting_caller_steps_envs_instead_of_sleeping(time_limit):
         for _ in range(2):  # buffer 0, then buffer 1, each handed back to the driver at once
             vecenv.recv()
             vecenv.send(np.zeros(512, np.int32))
-        wall, cpu = time.perf_counter(), time.thread_time()
-        vecenv.recv()
-        wall, cpu = time.perf_counter() - wall, time.thread_time() - cpu
+        # The best of three waits: another process on this machine can take the CPU from one.
+        waits = []
+        for _ in range(3):
+            wall, cpu = time.perf_counter(), time.thread_time()
+            vecenv.recv()
+            waits.append((time.perf_counter() - wall, time.thread_time() - cpu))
+            vecenv.send(np.zeros(512, np.int32))
+    wall, cpu = max(waits, key=lambda w: w[1] / w[0])
     assert wall > 0.004, wall
-    assert cpu > 0.3 * wall, (cpu, wall)
+    assert cpu > 0.3 * wall, waits
 
 
 def test_close_with_buffers_in_flight_is_clean(time_limit):

@@ -11,24 +11,59 @@ APIUsageError (raised before anything runs) and EnvError/WorkerError (each leave
 from __future__ import annotations
 
 import functools
+import inspect
 
 from ..errors import APIUsageError, EnvError
 
+# Errors raised on purpose: raised before anything ran, or leaving a state of their own.
+_PLANNED = (APIUsageError, EnvError)
+_VARIADIC = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
+
 
 def guarded(method):
-    """Decorates send/recv/async_reset of a backend that has ``_interrupted(call, exc)``."""
+    """Decorates send/recv/async_reset of a backend that has ``_interrupted(call, exc)``.
 
-    @functools.wraps(method)
-    def call(self, *args, **kwargs):
-        try:
-            return method(self, *args, **kwargs)
-        except (APIUsageError, EnvError):
-            raise
-        except BaseException as exc:
-            self._interrupted(method.__name__, exc)
-            raise
+    send(actions) and recv() get wrappers of their own arity: a ``*args, **kwargs`` wrapper costs
+    about 0.25 us per call, a third of Python's share of a 1-env batch step.
+    """
+    name = method.__name__
+    code = method.__code__
+    fixed_arity = not (method.__defaults__ or code.co_kwonlyargcount or code.co_flags & _VARIADIC)
 
-    return call
+    if fixed_arity and code.co_argcount == 1:
+
+        def call(self):
+            try:
+                return method(self)
+            except _PLANNED:
+                raise
+            except BaseException as exc:
+                self._interrupted(name, exc)
+                raise
+
+    elif fixed_arity and code.co_argcount == 2:
+
+        def call(self, arg):
+            try:
+                return method(self, arg)
+            except _PLANNED:
+                raise
+            except BaseException as exc:
+                self._interrupted(name, exc)
+                raise
+
+    else:
+
+        def call(self, *args, **kwargs):
+            try:
+                return method(self, *args, **kwargs)
+            except _PLANNED:
+                raise
+            except BaseException as exc:
+                self._interrupted(name, exc)
+                raise
+
+    return functools.wraps(method)(call)
 
 
 def interrupted_reason(call: str, exc: BaseException) -> str:
