@@ -12,7 +12,8 @@
  *
  * What the core does around those callbacks (identical on every backend), in shoal_step_envs()
  * below:
- *   - before step: rewards, terminals and truncations of the env are zeroed;
+ *   - before step: rewards, terminals and truncations of the env are zeroed (the rows of a range
+ *     of envs at once: the core places the rows of consecutive envs one after another);
  *   - after step: the env's tick counts up; when it reaches max_episode_steps every agent gets
  *     truncations[i] = 1 and the episode is over (a time limit is a truncation, not a terminal);
  *   - rows with terminals[i] or truncations[i] set get their observation copied to the
@@ -267,18 +268,21 @@ static SHOAL_UNUSED SHOAL_OUT_OF_LINE void shoal__finish_step(shoal_range* range
 static inline SHOAL_UNUSED SHOAL_ALWAYS_INLINE uint64_t shoal__step_envs(shoal_range* range, int (*step)(void*),
                                                                          void (*reset)(void*), const size_t agents) {
     const uint32_t max_episode_steps = range->max_episode_steps;
-    /* Locals, not range->...: env code's byte stores may alias anything, forcing reloads. */
+    /* Locals, not range->... or env->...: env code's byte stores may alias anything, forcing reloads. */
     const size_t count = range->count, stride = range->stride;
+    if (count == 0) return 0;
+    /* The range's rows, consecutive env after env: zeroed at once. After a step the env's own
+     * pointers are read again (its hot line): holding the row pointers in registers across an
+     * env's step would spill others in envs that call libm. */
+    const shoal_env* first = (const shoal_env*)range->envs;
+    memset(first->rewards, 0, count * agents * sizeof(float));
+    memset(first->terminals, 0, count * agents);
+    memset(first->truncations, 0, count * agents);
     uint64_t episodes = 0;
     int32_t failed = 0;
     unsigned char* bytes = range->envs;
     for (size_t i = 0; i < count; ++i, bytes += stride) {
         shoal_env* env = (shoal_env*)bytes;
-        for (size_t a = 0; a < agents; ++a) {
-            env->rewards[a] = 0.0f;
-            env->terminals[a] = 0;
-            env->truncations[a] = 0;
-        }
         int over = step(env) != SHOAL_EPISODE_RUNNING;
         env->tick += 1;
         double reward = 0;
