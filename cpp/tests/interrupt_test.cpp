@@ -1,7 +1,7 @@
 // interrupt_test: stopping steps in flight (interrupt.hpp). A stop from another thread or from the
-// owner's poll ends a pipeline's jobs and a pool round long before they could have finished; the
-// pipeline refuses until clear(); the pool and the pipeline stay usable, and after a reset the
-// envs step exactly like envs that were never interrupted. Exit 0 = pass.
+// owner's poll ends a pipeline's jobs and a pool round early, leaving envs unstepped; the pipeline
+// refuses until clear(); the pool and the pipeline stay usable, and after a reset the envs step
+// exactly like envs that were never interrupted. Exit 0 = pass.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -23,13 +23,21 @@ using shoal_test::check;
 using shoal_test::failures;
 using shoal_test::Storage;
 
-constexpr size_t kEnvs = 16;
-constexpr double kWork = 10'000'000;  // Deep: ~20 ms per env step, so a whole step takes >= 0.3 s
-constexpr int32_t kCheapWork = 100;   // for the comparisons after the reset
+constexpr size_t kEnvs = 128;
+constexpr double kWork = 10'000'000;  // Deep: ~20 ms per env step: a whole step is 2.6 s of CPU
+// Far below a whole step, far above a stop's 50 ms of polling plus an env step (even under TSan on a
+// loaded machine); that some envs were never stepped is the proof.
+constexpr double kPromptS = 1.0;
+constexpr int32_t kCheapWork = 100;  // for the comparisons after the reset
 constexpr uint64_t kSeed = 3;
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+double slowest_stop = 0;  // seconds, printed at the end
+
+/// Seconds since `start`, a stop's duration: remembered if it is the slowest.
+double stop_took(std::chrono::steady_clock::time_point start) {
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    slowest_stop = std::max(slowest_stop, took);
+    return took;
 }
 
 /// Deep envs with heavy work over their own buffers.
@@ -50,6 +58,13 @@ struct HeavyVec {
     void set_work(int32_t work) {
         for (size_t i = 0; i < kEnvs; ++i)
             std::memcpy(reinterpret_cast<unsigned char*>(vec.env(i)) + sizeof(shoal_env), &work, sizeof work);
+    }
+
+    /// Envs not stepped since their reset.
+    [[nodiscard]] size_t unstepped() const {
+        size_t count = 0;
+        for (size_t i = 0; i < kEnvs; ++i) count += vec.env(i)->tick == 0;
+        return count;
     }
 };
 
@@ -98,13 +113,12 @@ void stop_pipeline(unsigned pool_threads, bool by_poll) {
     } catch (const shoal::UsageError&) {
         refused = true;
     }
-    const double took = seconds_since(start);
+    const double took = stop_took(start);
     if (stopper.joinable()) stopper.join();
     check(refused, label + ": wait() returned a stopped step");
     check(!by_poll || asked == 1, label + ": the poll was asked " + std::to_string(asked) + " times, not once");
-    // The jobs take >= 0.3 s; the stop needs 10 ms (or the poll's 50 ms) plus an env step, and slack.
-    const double limit = (by_poll ? 0.05 : 0.01) + 0.02 + 0.1;
-    check(took < limit, label + ": the stop took " + std::to_string(took) + " s");
+    check(heavy.unstepped() > 0, label + ": every env was stepped; the stop came too late to show");
+    check(took < kPromptS, label + ": the stop took " + std::to_string(took) + " s");
     try {
         pipeline.submit(0, raw);
         check(false, label + ": submit() accepted before clear()");
@@ -139,20 +153,18 @@ void stop_round(unsigned pool_threads) {
         pool.parallel_for(kEnvs, body);
         pacer.finish();
     };
-    // A first step that nobody stops teaches the pacer the envs' cost (pieces of ~kPieceNs).
-    shoal::StopPoll never(stop, [](void*) noexcept { return false; }, nullptr);
-    step(never);
-    // The poll says stop at its first question, kStopPollNs after the step started.
+    // The first step is paced from its first env (the pacer has not learnt the envs' cost yet);
+    // the poll says stop at its first question, kStopPollNs after the step started.
     shoal::StopPoll now(stop, [](void*) noexcept { return true; }, nullptr);
     const auto start = std::chrono::steady_clock::now();
     step(now);
-    const double took = seconds_since(start);
+    const double took = stop_took(start);
     check(stop.requested(), label + ": the poll did not stop the step");
-    int skipped = 0;
-    for (int count : stepped) skipped += count == 1;
-    check(skipped > 0, label + ": every env was stepped; the stop came too late to show");
-    check(took < 0.05 + 0.02 + 0.1, label + ": the stop took " + std::to_string(took) + " s");
+    check(std::count(stepped.begin(), stepped.end(), 0) > 0, label + ": every env was stepped; the stop came too late");
+    check(std::count(stepped.begin(), stepped.end(), 2) == 0, label + ": an env was stepped twice");
+    check(took < kPromptS, label + ": the stop took " + std::to_string(took) + " s");
     // The pool is usable again, and the envs step like new ones once reset.
+    shoal::StopPoll never(stop, [](void*) noexcept { return false; }, nullptr);
     stop.clear();
     heavy.vec.reset_range(0, kEnvs, kSeed);
     check_like_reference(heavy, label, [&] { step(never); });
@@ -166,6 +178,6 @@ int main() {
         stop_pipeline(threads, true);
         stop_round(threads);
     }
-    std::printf("interrupt_test: %s\n", failures ? "FAILED" : "ok");
+    std::printf("interrupt_test: %s (slowest stop %.3f s)\n", failures ? "FAILED" : "ok", slowest_stop);
     return failures ? 1 : 0;
 }

@@ -40,16 +40,16 @@ inline constexpr const char* kStoppedMessage =
     "a step of this vector was interrupted (Ctrl-C, a signal handler's exception or close()) before every env "
     "was stepped, so its envs are partly stepped: reset() it before stepping it again";
 
-/// "Abandon the step in flight": set by any thread, read where stepping threads take work.
-class StopRequest {
+/// "Abandon the step in flight": set by any thread, read where stepping threads take work. Read by
+/// every stepping thread, written once per stop: alone on its cache line.
+class alignas(detail::kCacheLine) StopRequest {
 public:
     void request() noexcept { requested_.store(true, std::memory_order_relaxed); }
     void clear() noexcept { requested_.store(false, std::memory_order_relaxed); }
     [[nodiscard]] bool requested() const noexcept { return requested_.load(std::memory_order_relaxed); }
 
 private:
-    // Read by every stepping thread, written once per stop: alone on its line.
-    alignas(detail::kCacheLine) std::atomic<bool> requested_{false};
+    std::atomic<bool> requested_{false};
 };
 
 /// The owner's question "stop?", asked at most every kStopPollNs from the thread that made it.
