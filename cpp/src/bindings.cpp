@@ -15,6 +15,7 @@
 #include "shoal/detail/sync.hpp"
 #include "shoal/env.h"
 #include "shoal/errors.hpp"
+#include "shoal/interrupt.hpp"
 #include "shoal/pipeline.hpp"
 #include "shoal/pool.hpp"
 #include "shoal/pool_probe.hpp"
@@ -115,7 +116,22 @@ void* checked_raw_buffer(py::array& array, const char* name, size_t expected_byt
     return array.mutable_data();
 }
 
-/// The envs of one vector and the pool that steps them. Steps run with the GIL released.
+/// The StopPoll question of the bindings: is a Python signal pending? Asked with the GIL re-acquired
+/// on the thread that released it; a handler that raises (KeyboardInterrupt) leaves its exception
+/// set on this thread, to be thrown once the step has stopped (see interrupt.hpp).
+struct PendingSignals {
+    bool raised = false;
+
+    static bool ask(void* self) noexcept {
+        py::gil_scoped_acquire gil;
+        if (PyErr_CheckSignals() == 0) return false;
+        static_cast<PendingSignals*>(self)->raised = true;
+        return true;
+    }
+};
+
+/// The envs of one vector and the pool that steps them. Steps run with the GIL released; a Ctrl-C
+/// or close() from another thread stops them at a piece or chunk boundary (interrupt.hpp).
 class Vector {
 public:
     Vector(Spec spec, size_t num_envs, py::array_t<double, py::array::c_style | py::array::forcecast> params,
@@ -123,7 +139,8 @@ public:
            py::array rewards, py::array terminals, py::array truncations, py::array masks, unsigned num_threads,
            const std::string& schedule, size_t dynamic_chunk, bool pin_threads, size_t num_buffers)
         : spec_(std::move(spec)),
-          arrays_{observations, final_observations, actions, rewards, terminals, truncations, masks} {
+          arrays_{observations, final_observations, actions, rewards, terminals, truncations, masks},
+          pacer_(stop_, num_envs) {
         const shoal_env_spec& s = *spec_.spec;
         shoal::validate_spec(s);
         if (num_envs == 0) throw UsageError("num_envs must be >= 1");
@@ -153,8 +170,9 @@ public:
         if (num_buffers == 0 || num_envs % num_buffers != 0)
             throw UsageError("num_envs must be divisible by num_buffers");
         if (num_buffers > 1)
-            pipeline_ = std::make_unique<shoal::Pipeline>(
-                *vec_, *pool_, num_buffers, static_cast<unsigned char*>(arrays_[2].mutable_data()), env_action_bytes());
+            pipeline_ = std::make_unique<shoal::Pipeline>(*vec_, *pool_, stop_, num_buffers,
+                                                          static_cast<unsigned char*>(arrays_[2].mutable_data()),
+                                                          env_action_bytes());
     }
 
     Vector(const Vector&) = delete;
@@ -165,6 +183,7 @@ public:
         {
             py::gil_scoped_release release;
             if (pipeline_) pipeline_->clear();  // no buffer may be stepping while every env resets
+            stop_.clear();                      // every env starts afresh: an interrupted step is forgotten
             auto body = [&](size_t begin, size_t end) { vec_->reset_range(begin, end, seed); };
             pool_->parallel_for(vec_->num_envs(), body);
         }
@@ -172,23 +191,36 @@ public:
     }
 
     /// Steps every env once; returns the number of episodes that ended. With `new_actions`, each
-    /// range first copies its envs' rows from there into the action buffer.
+    /// range first copies its envs' rows from there into the action buffer. A pending signal whose
+    /// handler raises stops the step (the exception is thrown), and so does abandon(); either way
+    /// the vector refuses steps until reset().
     uint64_t step(const unsigned char* new_actions = nullptr) {
         Busy busy(*this);
         std::atomic<uint64_t> episodes{0};
         if (pipeline_) throw UsageError("this vector is pipelined; use submit() and wait()");
+        if (stop_.requested()) throw UsageError(shoal::kStoppedMessage);
         const size_t env_action_bytes = this->env_action_bytes();
         unsigned char* action_buffer = static_cast<unsigned char*>(arrays_[2].mutable_data());
+        PendingSignals signals;
         {
             py::gil_scoped_release release;
-            auto body = [&](size_t begin, size_t end) {
+            shoal::StopPoll poll(stop_, &PendingSignals::ask, &signals);
+            auto piece = [&](size_t begin, size_t end) {
                 if (new_actions)
                     std::memcpy(action_buffer + begin * env_action_bytes, new_actions + begin * env_action_bytes,
                                 (end - begin) * env_action_bytes);
                 const uint64_t ended = vec_->step_range(begin, end);
                 if (ended) episodes.fetch_add(ended, std::memory_order_relaxed);
             };
+            auto body = [&](size_t begin, size_t end) { pacer_.run(begin, end, piece); };
+            pacer_.start(poll);
             pool_->parallel_for(vec_->num_envs(), body);
+            pacer_.finish();
+        }
+        if (stop_.requested()) {
+            if (vec_->any_failed()) (void)vec_->take_failures();  // the step is discarded, its failures too
+            if (signals.raised) throw py::error_already_set();
+            throw UsageError(shoal::kStoppedMessage);
         }
         raise_failures();
         return episodes.load(std::memory_order_relaxed);
@@ -258,14 +290,26 @@ public:
         if (!pipeline_) throw UsageError("this vector has one buffer; use step()");
         if (b >= pipeline_->num_buffers()) throw UsageError("buffer index " + std::to_string(b) + " out of range");
         std::vector<std::string> failures;
-        uint64_t episodes;
+        uint64_t episodes = 0;
+        PendingSignals signals;
         {
             py::gil_scoped_release release;
-            episodes = pipeline_->wait(b, failures);
+            shoal::StopPoll poll(stop_, &PendingSignals::ask, &signals);
+            try {
+                episodes = pipeline_->wait(b, failures, &poll);
+            } catch (...) {
+                if (!signals.raised) throw;  // else: the step stopped because of the exception set by the handler
+            }
         }
+        if (signals.raised) throw py::error_already_set();
         if (!failures.empty()) raise_env_error(failures);
         return episodes;
     }
+
+    /// Stops the step in flight at the next piece or chunk boundary, from any thread (close() from
+    /// another thread while one waits in a step); the stepping call then raises, and the vector
+    /// refuses steps until reset().
+    void abandon() noexcept { stop_.request(); }
 
     size_t num_buffers() const { return pipeline_ ? pipeline_->num_buffers() : 1; }
 
@@ -329,6 +373,7 @@ public:
         if (!vec_) return;
         Busy busy(*this);
         py::gil_scoped_release release;
+        stop_.request();    // steps in flight are discarded: skip what they have left
         pipeline_.reset();  // drains steps in flight, then joins the driver
         pool_.reset();
         vec_.reset();
@@ -370,6 +415,8 @@ private:
 
     Spec spec_;
     std::vector<py::array> arrays_;  // keeps the caller's buffers alive as long as the envs write them
+    shoal::StopRequest stop_;        // outlives close(): abandon() may come from another thread any time
+    shoal::Pacer pacer_;             // how a synchronous step is cut into pieces that can stop
     std::unique_ptr<shoal::NativeVec> vec_;
     std::unique_ptr<shoal::WorkerPool> pool_;
     std::unique_ptr<shoal::Pipeline> pipeline_;  // declared last: destroyed first
@@ -484,6 +531,8 @@ PYBIND11_MODULE(_native, m) {
         .def_property_readonly("num_threads", &Vector::num_threads)
         .def("pool_stats", &Vector::pool_stats)
         .def("env_memory", &Vector::env_memory, py::arg("index"))
+        .def("abandon", &Vector::abandon,
+             "Stops the step in flight at the next env boundary (from any thread); refusals follow until reset().")
         .def("close", &Vector::close)
         .def_property_readonly("closed", &Vector::closed);
 

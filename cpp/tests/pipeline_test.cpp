@@ -35,13 +35,14 @@ void run(const shoal_env_spec& spec, size_t num_envs, size_t num_buffers, unsign
     shoal::NativeVec reference(spec, num_envs, nullptr, spec.max_episode_steps, ref_storage.buffers());
     shoal::NativeVec pooled(spec, num_envs, nullptr, spec.max_episode_steps, pipe_storage.buffers());
     shoal::WorkerPool pool(pool_threads);
+    shoal::StopRequest stop;
     reference.reset_range(0, num_envs, 5);
     pooled.reset_range(0, num_envs, 5);
     const std::string label =
         std::string(spec.name) + " buffers=" + std::to_string(num_buffers) + " pool=" + std::to_string(pool_threads);
     uint64_t episodes_ref = 0, episodes_pipe = 0;  // must agree: the same steps ended the same episodes
     {
-        shoal::Pipeline pipeline(pooled, pool, num_buffers, pipe_storage.actions.data(), agents * 4);
+        shoal::Pipeline pipeline(pooled, pool, stop, num_buffers, pipe_storage.actions.data(), agents * 4);
         const size_t per = num_envs / num_buffers;
         std::mt19937 rng(7);
         std::vector<int32_t> actions(per * agents);
@@ -74,9 +75,10 @@ void destroy_in_flight(unsigned pool_threads) {
     Storage storage(spec, 256);  // cartpole: one agent per env
     shoal::NativeVec vec(spec, 256, nullptr, spec.max_episode_steps, storage.buffers());
     shoal::WorkerPool pool(pool_threads);
+    shoal::StopRequest stop;
     vec.reset_range(0, 256, 1);
     for (int i = 0; i < 50; ++i) {
-        shoal::Pipeline pipeline(vec, pool, 4, storage.actions.data(), 4);
+        shoal::Pipeline pipeline(vec, pool, stop, 4, storage.actions.data(), 4);
         std::vector<int32_t> actions(64, 1);
         for (size_t b = 0; b < 4; ++b) pipeline.submit(b, reinterpret_cast<const unsigned char*>(actions.data()));
         // Destroyed here with up to four steps in flight: must drain and join, not hang or race.
@@ -117,8 +119,9 @@ void fork_with_steps_in_flight() {
     std::vector<double> params(num_envs * size_t(spec.num_params), 2'000'000);  // ~4 ms per env step
     shoal::NativeVec vec(spec, num_envs, params.data(), spec.max_episode_steps, storage.buffers());
     shoal::WorkerPool pool(1);
+    shoal::StopRequest stop;
     vec.reset_range(0, num_envs, 1);
-    shoal::Pipeline pipeline(vec, pool, num_buffers, storage.actions.data(), 4);
+    shoal::Pipeline pipeline(vec, pool, stop, num_buffers, storage.actions.data(), 4);
     std::vector<int32_t> actions(num_envs / num_buffers, 0);
     for (size_t b = 0; b < num_buffers; ++b) pipeline.submit(b, reinterpret_cast<const unsigned char*>(actions.data()));
     std::fflush(stdout);

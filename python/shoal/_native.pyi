@@ -27,6 +27,10 @@ class Vector:
     """
     def __init__(self, spec: EnvSpec, num_envs: typing.SupportsInt | typing.SupportsIndex, params: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], max_episode_steps: typing.SupportsInt | typing.SupportsIndex, observations: numpy.ndarray, final_observations: numpy.ndarray, actions: numpy.ndarray, rewards: numpy.ndarray, terminals: numpy.ndarray, truncations: numpy.ndarray, masks: numpy.ndarray, num_threads: typing.SupportsInt | typing.SupportsIndex, schedule: str = 'static', dynamic_chunk: typing.SupportsInt | typing.SupportsIndex = 0, pin_threads: bool = False, num_buffers: typing.SupportsInt | typing.SupportsIndex = 1) -> None:
         ...
+    def abandon(self) -> None:
+        """
+        Stops the step in flight at the next env boundary (from any thread); refusals follow until reset().
+        """
     def close(self) -> None:
         ...
     def collect_log(self, begin: typing.SupportsInt | typing.SupportsIndex, end: typing.SupportsInt | typing.SupportsIndex) -> dict:

@@ -18,6 +18,12 @@
 // driver is on (the oldest incomplete one) is ever stepped, so when the driver collects failures
 // after a job's chunks are done, nobody is stepping the vector.
 //
+// Stopping (interrupt.hpp): once the StopRequest is set, every thread skips the chunks it claims,
+// so the jobs in flight complete at once (a chunk in progress finishes). A waiting caller with a
+// StopPoll asks it between chunks it helps with (when jobs are slow) and between timed sleeps.
+// After a stop, wait() and submit() drain every job in flight, then refuse (UsageError) until
+// clear() lifts the request.
+//
 // fork(): the driver thread does not exist in a child. The first call in the child starts a new
 // driver; jobs that were in flight at fork() can never complete there, so wait() and submit()
 // refuse (UsageError) until clear() (the vector's reset). Destruction in a child that never used
@@ -35,6 +41,7 @@
 
 #include "shoal/detail/sync.hpp"
 #include "shoal/errors.hpp"
+#include "shoal/interrupt.hpp"
 #include "shoal/pool.hpp"
 #include "shoal/vec.hpp"
 #include "shoal/waiting.hpp"
@@ -44,19 +51,20 @@ namespace shoal {
 /// Driver thread + FIFO of buffer steps over one NativeVec and one WorkerPool.
 class Pipeline {
 public:
-    /// `action_buffer`/`env_action_bytes` describe where each env's action rows live.
+    /// `action_buffer`/`env_action_bytes` describe where each env's action rows live; `stop` is the
+    /// vector's StopRequest (it outlives the pipeline).
     /// @throws UsageError if num_envs is not a multiple of num_buffers; std::system_error if the
     ///         driver thread cannot be started.
-    Pipeline(NativeVec& vec, WorkerPool& pool, size_t num_buffers, unsigned char* action_buffer,
+    Pipeline(NativeVec& vec, WorkerPool& pool, StopRequest& stop, size_t num_buffers, unsigned char* action_buffer,
              size_t env_action_bytes)
         : vec_(vec),
           pool_(pool),
+          stop_(stop),
           num_buffers_(num_buffers),
           envs_per_buffer_(num_buffers ? vec.num_envs() / num_buffers : 0),
           action_buffer_(action_buffer),
           env_action_bytes_(env_action_bytes),
           chunk_envs_(std::max<size_t>(1, envs_per_buffer_ / kChunksPerBuffer)),
-          num_chunks_(uint32_t((envs_per_buffer_ + chunk_envs_ - 1) / chunk_envs_)),
           ring_(num_buffers),
           jobs_(num_buffers),
           results_(num_buffers),
@@ -86,17 +94,20 @@ public:
 
     /// Copies buffer b's actions (its envs' rows, contiguous) and queues its step; returns at once
     /// unless num_buffers jobs are already in flight.
-    /// @throws UsageError after a fork() that lost steps in flight, until clear().
+    /// @throws UsageError after a fork() that lost steps in flight or after a stop, until clear().
     void submit(size_t b, const unsigned char* actions) {
         recover_after_fork();
         refuse_if_lost();
+        refuse_if_stopped();
         const uint32_t job = submitted_.word.load(std::memory_order_relaxed);
         // Room for one more job: job - completed < num_buffers.
         sleep_until_completed(job - uint32_t(num_buffers_) + 1);
         std::memcpy(action_buffer_ + b * envs_per_buffer_ * env_action_bytes_, actions,
                     envs_per_buffer_ * env_action_bytes_);
-        // Buffer b's previous job is complete (the caller waited for it), so nobody claims its chunks.
-        jobs_[b].unclaimed.store(detail::pack_claim(job, 0, num_chunks_), std::memory_order_relaxed);
+        // Buffer b's previous job is complete (the caller waited for it), so nobody claims its chunks
+        // or reads its chunking.
+        cut(jobs_[b]);
+        jobs_[b].unclaimed.store(detail::pack_claim(job, 0, jobs_[b].num_chunks), std::memory_order_relaxed);
         jobs_[b].chunks_done.store(0, std::memory_order_relaxed);
         jobs_[b].episodes.store(0, std::memory_order_relaxed);
         ring_[job % num_buffers_] = b;
@@ -107,20 +118,32 @@ public:
     }
 
     /// Waits until buffer b's last submitted step is done; returns the episodes it ended and moves
-    /// its failure messages (if any) into `failures`. Rethrows an exception from the pool.
-    /// @throws UsageError after a fork() that lost steps in flight, until clear().
-    uint64_t wait(size_t b, std::vector<std::string>& failures) {
+    /// its failure messages (if any) into `failures`. Rethrows an exception from the pool. With a
+    /// `poll`, asks it every kStopPollNs whether to stop.
+    /// @throws UsageError after a fork() that lost steps in flight or after a stop (once every
+    ///         job in flight is done), until clear().
+    uint64_t wait(size_t b, std::vector<std::string>& failures, StopPoll* poll = nullptr) {
         recover_after_fork();
         refuse_if_lost();
+        refuse_if_stopped();
         if (submitted_for_[b]) {
             const uint32_t job = last_job_[b];
             // Help only with the job the driver is on: stepping a later one could race with the
-            // driver's failure collection for the current one.
-            if (completed_.word.load(std::memory_order_acquire) == job) step_chunks(b, job, true);
+            // driver's failure collection for the current one. Polling costs a clock read per
+            // chunk: only when jobs are slow enough to need it.
+            StopPoll* help_poll = last_job_ns_.load(std::memory_order_relaxed) >= kPieceNs ? poll : nullptr;
+            if (help_poll) help_poll->arm(detail::now_ns());
+            if (completed_.word.load(std::memory_order_acquire) == job) step_chunks(b, job, true, help_poll);
             waiting::spin_until([&] { return reached(job + 1); }, waiting::kWaiterSpinNs);
-            sleep_until_completed(job + 1);
+            if (poll) {
+                const auto done = [target = job + 1](uint32_t completed) { return int32_t(completed - target) >= 0; };
+                while (!completed_.sleep_for(done, kStopPollNs)) poll->stop_requested(detail::now_ns());
+            } else {
+                sleep_until_completed(job + 1);
+            }
             submitted_for_[b] = false;
         }
+        refuse_if_stopped();
         Result& result = results_[b];
         if (result.error) std::rethrow_exception(std::exchange(result.error, nullptr));
         failures = std::move(result.failures);
@@ -135,7 +158,8 @@ public:
             if (submitted_for_[b]) sleep_until_completed(last_job_[b] + 1);
     }
 
-    /// Forgets the results of drained jobs (after a reset); lifts the refusal after a lossy fork.
+    /// Forgets the results of drained jobs (after a reset); lifts the refusal after a lossy fork
+    /// or a stop.
     void clear() {
         drain();
         for (size_t b = 0; b < num_buffers_; ++b) {
@@ -143,12 +167,13 @@ public:
             results_[b] = Result{};
         }
         lost_at_fork_ = false;
+        stop_.clear();
     }
 
 private:
     static constexpr size_t kStop = ~size_t{0};
     /// Chunks per job: fine enough that the caller's share follows its idle time, coarse enough
-    /// that claiming (one CAS per chunk) stays negligible.
+    /// that claiming (one CAS per chunk) stays negligible. Slow jobs are cut finer (see cut()).
     static constexpr size_t kChunksPerBuffer = 32;
     static_assert(kChunksPerBuffer <= detail::kMaxChunksPerWord);
     /// The caller waiting for chunks in progress yields its CPU after this many pauses.
@@ -163,6 +188,9 @@ private:
         alignas(detail::kCacheLine) std::atomic<uint64_t> unclaimed{0};
         alignas(detail::kCacheLine) std::atomic<uint32_t> chunks_done{0};
         std::atomic<uint64_t> episodes{0};
+        // Written by submit() before it rings, read by the threads that step the job.
+        size_t chunk_envs = 1;
+        uint32_t num_chunks = 0;
     };
 
     struct Result {
@@ -201,6 +229,13 @@ private:
                 "in the child: reset() the vector before stepping it here");
     }
 
+    /// After a stop: waits for every job in flight (their chunks are skipped), then refuses.
+    void refuse_if_stopped() {
+        if (!stop_.requested()) return;
+        drain();
+        throw UsageError(kStoppedMessage);
+    }
+
     [[nodiscard]] bool reached(uint32_t target) const noexcept {
         return int32_t(completed_.word.load(std::memory_order_acquire) - target) >= 0;
     }
@@ -210,23 +245,44 @@ private:
         completed_.sleep_until([target](uint32_t completed) { return int32_t(completed - target) >= 0; });
     }
 
-    /// Claims and steps chunks of buffer b's job `job` until none is left (driver, workers, caller).
-    void step_chunks(size_t b, uint32_t job_number, bool from_back) noexcept {
+    /// Chunks a job: kChunksPerBuffer, or when jobs take long (the last one, or none yet) so many
+    /// that a chunk takes about kPieceNs, so that a stop never waits long for a chunk in progress.
+    void cut(Job& job) const noexcept {
+        size_t chunk_envs = chunk_envs_;
+        const uint64_t job_ns = last_job_ns_.load(std::memory_order_relaxed);
+        const size_t threads = size_t(pool_.num_threads()) + 2;  // driver, workers, the caller helping
+        if (job_ns / kPieceNs > kChunksPerBuffer / threads) {
+            const size_t chunks = size_t(std::min<uint64_t>(job_ns / kPieceNs * threads, envs_per_buffer_));
+            chunk_envs =
+                std::max<size_t>((envs_per_buffer_ + chunks - 1) / chunks,
+                                 (envs_per_buffer_ + detail::kMaxChunksPerWord - 1) / detail::kMaxChunksPerWord);
+        }
+        job.chunk_envs = chunk_envs;
+        job.num_chunks = uint32_t((envs_per_buffer_ + chunk_envs - 1) / chunk_envs);
+    }
+
+    /// Claims and steps chunks of buffer b's job `job` until none is left (driver, workers, caller);
+    /// after a stop request, claims and skips them. The caller passes its poll.
+    void step_chunks(size_t b, uint32_t job_number, bool from_back, StopPoll* poll = nullptr) noexcept {
         Job& job = jobs_[b];
         const size_t first = b * envs_per_buffer_, last = first + envs_per_buffer_;
-        for (int64_t c; (c = detail::claim(job.unclaimed, job_number, num_chunks_, from_back,
+        const size_t chunk_envs = job.chunk_envs;
+        for (int64_t c; (c = detail::claim(job.unclaimed, job_number, job.num_chunks, from_back,
                                            detail::FirstTouch::IfOlder)) >= 0;) {
-            const size_t begin = first + size_t(c) * chunk_envs_;
-            const uint64_t ended = vec_.step_range(begin, std::min(last, begin + chunk_envs_));
-            if (ended) job.episodes.fetch_add(ended, std::memory_order_relaxed);
+            if (!stop_.requested()) {
+                const size_t begin = first + size_t(c) * chunk_envs;
+                const uint64_t ended = vec_.step_range(begin, std::min(last, begin + chunk_envs));
+                if (ended) job.episodes.fetch_add(ended, std::memory_order_relaxed);
+            }
             // Release: the chunk's writes (and env failure flags) happen-before the driver's check.
             job.chunks_done.fetch_add(1, std::memory_order_release);
+            if (poll) poll->stop_requested(detail::now_ns());
         }
     }
 
     /// Waits for chunks still in progress on other threads (at most one chunk each).
     void await_chunks(const Job& job) noexcept {
-        for (unsigned i = 1; job.chunks_done.load(std::memory_order_acquire) != num_chunks_; ++i) {
+        for (unsigned i = 1; job.chunks_done.load(std::memory_order_acquire) != job.num_chunks; ++i) {
             if (i % kAwaitYieldEvery == 0)
                 sched_yield();  // the caller lost its CPU mid-chunk: lend ours
             else
@@ -268,16 +324,19 @@ private:
     void drive() noexcept {
         uint32_t next = driver_start_;
         uint64_t spin_ns = waiting::kDriverInitialSpinNs;
+        uint64_t idle_since = detail::now_ns();
         for (;;) {
-            const uint64_t idle_since = detail::now_ns();
             const auto submitted = [next](uint32_t count) { return count != next; };
             if (!waiting::spin_until([&] { return submitted(submitted_.word.load(std::memory_order_acquire)); },
                                      spin_ns))
                 submitted_.sleep_until(submitted);
-            spin_ns = waiting::driver_spin_ns(detail::now_ns() - idle_since);
+            const uint64_t started = detail::now_ns();
+            spin_ns = waiting::driver_spin_ns(started - idle_since);
             const size_t b = ring_[next % num_buffers_];
             if (b == kStop) return;
             run_job(b, next);
+            idle_since = detail::now_ns();
+            last_job_ns_.store(idle_since - started, std::memory_order_relaxed);
             next += 1;
             completed_.ring(next);  // publishes the job's Result to the waiter
         }
@@ -285,21 +344,22 @@ private:
 
     NativeVec& vec_;
     WorkerPool& pool_;
+    StopRequest& stop_;
     const size_t num_buffers_;
     const size_t envs_per_buffer_;
     unsigned char* const action_buffer_;
     const size_t env_action_bytes_;
-    const size_t chunk_envs_;
-    const uint32_t num_chunks_;
+    const size_t chunk_envs_;  // of a job that takes less than kChunksPerBuffer pieces
     std::vector<size_t> ring_;
     std::vector<Job> jobs_;
     std::vector<Result> results_;
-    std::vector<uint32_t> last_job_;   // caller-only
-    std::vector<bool> submitted_for_;  // caller-only
-    bool lost_at_fork_ = false;        // caller-only
-    uint32_t driver_start_ = 0;        // the first job number the driver waits for
-    detail::Doorbell submitted_;       // jobs submitted; the driver sleeps on it
-    detail::Doorbell completed_;       // jobs completed; the caller sleeps on it
+    std::vector<uint32_t> last_job_;                   // caller-only
+    std::vector<bool> submitted_for_;                  // caller-only
+    bool lost_at_fork_ = false;                        // caller-only
+    uint32_t driver_start_ = 0;                        // the first job number the driver waits for
+    std::atomic<uint64_t> last_job_ns_{~uint64_t{0}};  // how long the driver's last job took (none yet: "long")
+    detail::Doorbell submitted_;                       // jobs submitted; the driver sleeps on it
+    detail::Doorbell completed_;                       // jobs completed; the caller sleeps on it
     detail::ForkEpoch epoch_;
     detail::Thread driver_;  // declared last: joined (by ~Pipeline) before the members above go
 };

@@ -34,6 +34,10 @@ class Multithreading(VecEnv):
     while it steps, so the caller's policy runs meanwhile); ``recv`` returns the next buffer in
     round-robin order, waiting only for that one. Per-env trajectories equal Serial's. In this mode
     the driver thread takes the caller's place in the pool: max_num_threads counts it.
+
+    Ctrl-C during a long step (or recv) stops it at an env boundary within about 0.1 s, plus the
+    step of any env that is running then (an env's own step cannot be interrupted); the vector then
+    refuses use until reset(). close() from another thread stops a step in flight the same way.
     """
 
     def __init__(
@@ -94,9 +98,13 @@ class Multithreading(VecEnv):
         self._step_infos = self.env.step_infos
         b = self.buf
         self._outputs = (b.observations, b.rewards, b.terminals, b.truncations, self.agent_ids, b.masks)
-        # Held while a native call steps or waits: close() from another thread waits for it (the
-        # native vector refuses two threads at once), and the waiting thread then reports the close.
-        self._in_use = threading.Lock()
+        # Held while a native call steps or waits: close() from another thread stops that call
+        # (abandon), then waits for it (the native vector refuses two threads at once), and the
+        # waiting thread reports the close. A close() from a signal handler run by the thread that
+        # holds it (the native call runs handlers while it polls for Ctrl-C) is finished once the
+        # call has returned: a reentrant lock, so that this thread can tell.
+        self._in_use = threading.RLock()
+        self._close_after_call = False
         self._init_api()
 
     @property
@@ -122,8 +130,8 @@ class Multithreading(VecEnv):
         self.env.set_schedule(schedule)
         self._schedule = schedule
 
-    # An exception that leaves send/recv half done (Ctrl-C lands once the native wait returns) makes
-    # the vector refuse use until reset(): see backends/interrupts.py.
+    # An exception that leaves send/recv half done (Ctrl-C stops the native step at an env boundary)
+    # makes the vector refuse use until reset(): see backends/interrupts.py.
 
     @guarded
     def async_reset(self, seed: int | None = None) -> None:
@@ -136,11 +144,14 @@ class Multithreading(VecEnv):
     def send(self, actions) -> None:
         self._order.check_send()
         if self.num_buffers == 1:
-            self._in_use.acquire()  # not `with`: this is the hot path, and try/finally costs less
+            self._in_use.acquire()  # not `with`: this is the hot path, and try/except costs less
             try:
                 self.infos = self._step_infos(actions)  # checks the actions before any env runs
-            finally:
+            except BaseException as exc:
                 self._in_use.release()
+                self._after_failed_call("send", exc)
+                raise
+            self._in_use.release()
             if self._order.closed:
                 self._closed_while("send")
         else:
@@ -155,8 +166,14 @@ class Multithreading(VecEnv):
             observations, rewards, terminals, truncations, agent_ids, masks = self._outputs
             return observations, rewards, terminals, truncations, self.infos, agent_ids, masks
         k = self._next
-        with self._in_use:
+        self._in_use.acquire()
+        try:
             self.infos = infos = self.env.wait(k)
+        except BaseException as exc:
+            self._in_use.release()
+            self._after_failed_call("recv", exc)
+            raise
+        self._in_use.release()
         if self._order.closed:
             self._closed_while("recv")
         rows, agent_ids = self._batches[k]
@@ -165,12 +182,29 @@ class Multithreading(VecEnv):
     def pool_stats(self) -> dict:
         return self.env.pool_stats()
 
+    def _after_failed_call(self, call: str, exc: BaseException) -> None:
+        """A native step or wait raised: if the vector was closed meanwhile (which stops the step
+        with an APIUsageError), say so; a close deferred from a signal handler is finished."""
+        if isinstance(exc, APIUsageError) and self._order.closed:
+            self._closed_while(call)
+        self._finish_deferred_close()
+
     def _closed_while(self, call: str) -> None:
+        self._finish_deferred_close()
         raise APIUsageError(
             f"Multithreading: the vector env was closed (by another thread) while {call}() waited; "
             "the step in flight is discarded"
         )
 
+    def _finish_deferred_close(self) -> None:
+        if self._close_after_call:
+            self._close_after_call = False
+            self.env.close()
+
     def _close(self) -> None:
-        with self._in_use:  # after a step or wait under way in another thread
+        self.env.abandon()  # a step or wait under way stops at the next env boundary
+        if self._in_use._is_owned():  # a signal handler run by this thread inside its own step or wait
+            self._close_after_call = True
+            return
+        with self._in_use:  # the call under way in another thread returns
             self.env.close()

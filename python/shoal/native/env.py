@@ -214,6 +214,11 @@ class NativeEnv(PufferEnv):
         _, _, _, _, self.infos = self.step(actions)
         self._order.sent()
 
+    def abandon(self) -> None:
+        """Stops the step in flight at the next env boundary; callable from any thread. The call
+        stepping raises, and the envs refuse steps until reset()."""
+        self._vec.abandon()
+
     def env_memory(self, index: int) -> memoryview:
         """Raw bytes of env ``index``'s struct (for tests and debugging)."""
         return self._vec.env_memory(index)

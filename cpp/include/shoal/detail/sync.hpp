@@ -173,6 +173,20 @@ struct Doorbell {
             sleeping.store(false, std::memory_order_relaxed);
         }
     }
+
+    /// One sleep of sleep_until() that gives up after `timeout_ns`; returns done(value of word).
+    template <class Done>
+    bool sleep_for(Done&& done, uint64_t timeout_ns) noexcept {
+        if (done(word.load(std::memory_order_acquire))) return true;
+        sleeping.store(true, std::memory_order_seq_cst);
+        const uint32_t seen = word.load(std::memory_order_seq_cst);
+        if (!done(seen)) {
+            const timespec timeout{time_t(timeout_ns / 1'000'000'000u), long(timeout_ns % 1'000'000'000u)};
+            futex_wait(&word, seen, &timeout);
+        }
+        sleeping.store(false, std::memory_order_relaxed);
+        return done(word.load(std::memory_order_acquire));
+    }
 };
 
 // ---- fork -------------------------------------------------------------------------------------
