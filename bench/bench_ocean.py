@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import shutil
 import statistics
 import tempfile
@@ -142,6 +143,13 @@ def main() -> None:
     args = parser.parse_args()
     names = args.envs.split(",") if args.envs else list(SIZES)
 
+    info = benchmark.system_info(
+        {
+            "what is timed": "(a) the C loop inside the program; (b)-(d) send+recv per batch",
+            "repeats": args.repeats,
+            "source": args.source or "pufferlib 3.0.0 sdist",
+        }
+    )
     workdir = Path(tempfile.mkdtemp(prefix="bench_ocean_"))
     rows = {}
     for name in names:
@@ -197,13 +205,7 @@ def main() -> None:
                 PR_ROWS.get(name, ""),
             ]
         )
-    info = benchmark.system_info(
-        {
-            "what is timed": "(a) the C loop inside the program; (b)-(d) send+recv per batch",
-            "repeats": args.repeats,
-            "source": args.source or "pufferlib 3.0.0 sdist",
-        }
-    )
+    info["load average (1 min) at end"] = f"{os.getloadavg()[0]:.2f}"
     notes = [
         "Agent steps per second, medians of the repeats, cases interleaved. T = threads incl. the caller; "
         "default = make() without max_num_threads (physical cores).",
