@@ -85,6 +85,7 @@ typedef struct shoal_ocean_env {
     unsigned char terminals[SHOAL_OCEAN_NUM_AGENTS];
     unsigned char initialized; /* my_init ran (at the first reset) */
     unsigned char skip_reset;  /* the env already reset itself in c_step */
+    /* The env's `actions` when it reads floats of discrete actions (SHOAL_OCEAN_CONVERT_ACTIONS). */
     float float_actions[SHOAL_OCEAN_CONVERT_ACTIONS ? SHOAL_OCEAN_ACTION_COUNT : 1];
     shoal_ocean_value params[SHOAL_OCEAN_NUM_PARAMS]; /* written by the core before init */
     const char* stat_keys[SHOAL_OCEAN_NUM_STATS];     /* my_log's key pointers, per stats slot */
