@@ -9,22 +9,25 @@ Per env, at a size where a batch is substantial:
   (b) shoal Multithreading T=0 (the caller steps every env), (c) T=2, (d) make() defaults;
       send+recv per batch, actions generated in advance, after reset and 20 warm-up steps.
 Every case runs --repeats times, cases interleaved round-robin (seed 001 methodology); medians.
+(a) and (b) step on one thread, so they are also timed in that thread's CPU time, which leaves out
+what other processes on a shared machine took: the "b/a CPU" column.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import os
 import shutil
 import statistics
 import tempfile
+import time
 import types
 from pathlib import Path
 
 import numpy as np
 
 from shoal import benchmark
-from shoal.benchmark import Case
 from shoal.ocean import env_class, harness
 from shoal.vector import make
 
@@ -69,7 +72,7 @@ PUFFER_1T = {
 
 
 class HarnessCase:
-    """(a): the bare C loop, timed inside the program."""
+    """(a): the bare C loop, timed inside the program (wall and CPU time)."""
 
     def __init__(self, name, cls, num_envs, agent_steps, workdir):
         self.name, self.cls, self.num_envs, self.workdir = name, cls, num_envs, workdir
@@ -80,21 +83,50 @@ class HarnessCase:
         shape = types.SimpleNamespace(single_action_space=probe.single_action_space, agents_per_batch=agents)
         self.actions = np.stack(benchmark.random_actions(shape))
         probe.close()
-        self.samples = []
+        self.samples, self.cpu_samples = [], []
 
     def run(self):
-        self.samples.append(harness.bench(self.cls, self.num_envs, self.steps, self.workdir, actions=self.actions))
+        wall, cpu = harness.bench(self.cls, self.num_envs, self.steps, self.workdir, actions=self.actions)
+        self.samples.append(wall)
+        self.cpu_samples.append(cpu)
+        return wall
+
+
+class ShoalCase:
+    """(b)-(d): send+recv per batch as benchmark.time_vecenv times it, in wall time and in the
+    calling thread's CPU time (all of the work at T=0, where the caller steps every env)."""
+
+    def __init__(self, name, cls, num_envs, threads, agent_steps):
+        self.name, self.agent_steps = name, agent_steps
+        options = {} if threads == "default" else {"max_num_threads": threads}
+        self.build = functools.partial(make, cls, backend="Multithreading", num_envs=num_envs, **options)
+        self.samples, self.cpu_samples = [], []
+
+    def run(self):
+        vecenv = self.build()
+        try:
+            actions = benchmark.random_actions(vecenv)
+            vecenv.async_reset(0)
+            vecenv.recv()
+            for i in range(20):
+                vecenv.send(actions[i % 16])
+                vecenv.recv()
+            batches = max(1, self.agent_steps // vecenv.agents_per_batch)
+            start, cpu_start = time.perf_counter(), time.thread_time()
+            for i in range(batches):
+                vecenv.send(actions[i % 16])
+                vecenv.recv()
+            cpu, wall = time.thread_time() - cpu_start, time.perf_counter() - start
+            agent_steps = batches * vecenv.agents_per_batch
+        finally:
+            vecenv.close()
+        self.samples.append(agent_steps / wall)
+        self.cpu_samples.append(agent_steps / cpu)
         return self.samples[-1]
 
-    @property
-    def median(self):
-        return statistics.median(self.samples)
 
-
-def shoal_case(label, cls, num_envs, threads, agent_steps):
-    options = {} if threads == "default" else {"max_num_threads": threads}
-    build = functools.partial(make, cls, backend="Multithreading", num_envs=num_envs, **options)
-    return Case(label, build, agent_steps)
+def median(samples):
+    return statistics.median(samples)
 
 
 def fmt(sps: float) -> str:
@@ -111,6 +143,13 @@ def main() -> None:
     args = parser.parse_args()
     names = args.envs.split(",") if args.envs else list(SIZES)
 
+    info = benchmark.system_info(
+        {
+            "what is timed": "(a) the C loop inside the program; (b)-(d) send+recv per batch",
+            "repeats": args.repeats,
+            "source": args.source or "pufferlib 3.0.0 sdist",
+        }
+    )
     workdir = Path(tempfile.mkdtemp(prefix="bench_ocean_"))
     rows = {}
     for name in names:
@@ -121,19 +160,15 @@ def main() -> None:
             "num_envs": num_envs,
             "agents": cls(num_envs=1).num_agents * num_envs,
             "a": HarnessCase(f"{name} (a) C loop", cls, num_envs, steps, workdir),
-            "b": shoal_case(f"{name} (b) T=0", cls, num_envs, 0, steps),
-            "c": shoal_case(f"{name} (c) T=2", cls, num_envs, 2, steps),
-            "d": shoal_case(f"{name} (d) default", cls, num_envs, "default", steps),
+            "b": ShoalCase(f"{name} (b) T=0", cls, num_envs, 0, steps),
+            "c": ShoalCase(f"{name} (c) T=2", cls, num_envs, 2, steps),
+            "d": ShoalCase(f"{name} (d) default", cls, num_envs, "default", steps),
         }
     for r in range(args.repeats):
         for row in rows.values():
             for key in "abcd":
                 case = row[key]
-                if key == "a":
-                    sps = case.run()
-                else:
-                    benchmark.run_cases([case], 1, log=lambda *_: None)
-                    sps = case.samples[-1]
+                sps = case.run()
                 print(f"  repeat {r + 1}/{args.repeats}  {case.name:<28} {sps:>14,.0f} SPS", flush=True)
 
     headers = [
@@ -146,12 +181,14 @@ def main() -> None:
         "b/a",
         "c/a",
         "d/b",
+        "b/a CPU",
         "PufferLib 1 thread (issue)",
         "PR #382 (seed 003)",
     ]
     table = []
     for name, row in rows.items():
-        a, b, c, d = (row[k].median for k in "abcd")
+        a, b, c, d = (median(row[k].samples) for k in "abcd")
+        a_cpu, b_cpu = median(row["a"].cpu_samples), median(row["b"].cpu_samples)
         table.append(
             [
                 name,
@@ -163,21 +200,18 @@ def main() -> None:
                 f"{b / a:.2f}",
                 f"{c / a:.2f}",
                 f"{d / b:.2f}",
+                f"{b_cpu / a_cpu:.2f}",
                 fmt(PUFFER_1T[name]),
                 PR_ROWS.get(name, ""),
             ]
         )
-    info = benchmark.system_info(
-        {
-            "what is timed": "(a) the C loop inside the program; (b)-(d) send+recv per batch",
-            "repeats": args.repeats,
-            "source": args.source or "pufferlib 3.0.0 sdist",
-        }
-    )
+    info["load average (1 min) at end"] = f"{os.getloadavg()[0]:.2f}"
     notes = [
         "Agent steps per second, medians of the repeats, cases interleaved. T = threads incl. the caller; "
         "default = make() without max_num_threads (physical cores).",
         "(a) is PufferLib's own vec_step loop over the same compiled sources and flags (-O2), without Python.",
+        "b/a CPU: (b) over (a) in the stepping thread's CPU time (medians of each), which leaves out what other "
+        "processes on the machine took; b/a, c/a, d/b are wall time.",
         "PufferLib 1 thread: the issue's figures for PufferLib 3.0's native vector on a 2-vCPU guest (another machine).",
         "PR #382: its before → after SPS (end to end with training, its machine); not comparable in absolute terms.",
     ]

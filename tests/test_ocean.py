@@ -28,6 +28,7 @@ TEST_TREE = os.path.join(HERE, "ocean_tree")  # Ocean-layout envs written for th
 # Ocean class keyword arguments per env; heavy multi-agent envs get fewer agents to stay quick.
 ENVS = {
     "blastar": {},
+    "boids": {"num_boids": 8},
     "breakout": {},
     "cartpole": {},
     "checkers": {},
@@ -222,13 +223,13 @@ def test_layout_keywords_need_their_own_class(env_class):
 
 
 def test_raylib_called_outside_rendering_is_an_env_error(ocean_tree):
-    """boids reads the keyboard inside c_step: shoal's raylib stand-in reports it, no crash."""
-    cls = ocean.env_class("boids")
+    """A test env draws inside c_step: shoal's raylib stand-in reports it, no crash."""
+    cls = ocean.env_class("drawstep", TEST_TREE)
     env = cls(num_envs=1)
     try:
         env.reset(0)
-        with pytest.raises(EnvError, match="IsKeyDown"):
-            env.step(np.zeros((env.num_agents, 2), dtype=np.int32))
+        with pytest.raises(EnvError, match="DrawText"):
+            env.step(np.zeros(env.num_agents, dtype=np.int32))
     finally:
         env.close()
 

@@ -87,9 +87,11 @@ class OceanEnv(NativeEnv):
             )
         return {name: model.init_kwargs.get(name, 0) for name, _ in info["params"]}
 
-    def step(self, actions):
-        obs, rewards, terminals, truncations, infos = super().step(actions)
-        return obs, rewards, terminals, truncations, [self._report(log) for log in infos]
+    def step_infos(self, actions) -> list[dict]:
+        """step()'s infos (NativeEnv.step and Multithreading's hot path both come here), reported
+        as PufferLib's vec_log reports them."""
+        infos = super().step_infos(actions)
+        return [self._report(log) for log in infos] if infos else infos
 
     def wait(self, buffer: int) -> list[dict]:
         """Pipelined stepping (num_buffers > 1): the buffer's infos, reported as step() reports them."""

@@ -60,9 +60,12 @@ def trace(env_class: type[OceanEnv], num_envs: int, seed: int, actions: np.ndarr
     return {"obs": np.stack(obs), "rewards": np.stack(rewards), "terminals": np.stack(terminals)}
 
 
-def bench(env_class: type[OceanEnv], num_envs: int, steps: int, workdir: Path, seed: int = 0, actions=None) -> float:
-    """Agent steps per second of the bare loop (libc rand(), as PufferLib runs it). ``actions``:
-    rows of actions (batches, agents, ...) stepped in turn, as shoal's benchmark does."""
+def bench(
+    env_class: type[OceanEnv], num_envs: int, steps: int, workdir: Path, seed: int = 0, actions=None
+) -> tuple[float, float]:
+    """Agent steps per second of the bare loop (libc rand(), as PufferLib runs it): per second of wall
+    time and per second of the stepping thread's CPU time. ``actions``: rows of actions (batches,
+    agents, ...) stepped in turn, as shoal's benchmark does."""
     program = _program(env_class, workdir, shoal_rand=False)
     command = [str(program), "bench", str(num_envs), str(steps), str(seed)]
     if actions is not None:
@@ -73,5 +76,5 @@ def bench(env_class: type[OceanEnv], num_envs: int, steps: int, workdir: Path, s
     result = subprocess.run(command, capture_output=True, text=True, timeout=600)
     if result.returncode != 0:
         raise OceanError(f"harness of {env_class.__name__} failed: {result.stderr.strip()}")
-    seconds, agent_steps = result.stdout.split()
-    return float(agent_steps) / float(seconds)
+    seconds, agent_steps, cpu_seconds = result.stdout.split()
+    return float(agent_steps) / float(seconds), float(agent_steps) / float(cpu_seconds)

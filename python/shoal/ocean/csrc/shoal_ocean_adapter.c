@@ -71,20 +71,24 @@ enum { SHOAL_OCEAN_NUM_PARAMS = 0 SHOAL_OCEAN_PARAMS(SHOAL_OCEAN_COUNT_PARAM) };
 enum { SHOAL_OCEAN_NUM_STATS = 0 SHOAL_OCEAN_STATS(SHOAL_OCEAN_COUNT_STAT) };
 _Static_assert(SHOAL_OCEAN_NUM_STATS <= SHOAL_MAX_STATS, "shoal.ocean: too many stats");
 
-/** shoal's env struct around the binding's: what each step touches first, cold fields last. */
+/** shoal's env struct around the binding's. A step touches the first cache line of `base` (the
+ * core's fields), the binding's Env and the adapter's hot fields; these follow `base` directly so
+ * that an env's step reads and writes as few cache lines as the env itself allows (after the
+ * Log, which starts the Env and which only an episode end touches). Cold fields come last. */
 typedef struct shoal_ocean_env {
-    shoal_env base;                                    /* Required first member (shoal/env.h) */
-    float* float_actions;                              /* SHOAL_OCEAN_CONVERT_ACTIONS only */
-    int32_t skip_reset;                                /* the env already reset itself in c_step */
-    int32_t initialized;                               /* my_init ran (at the first reset) */
+    shoal_env base; /* Required first member (shoal/env.h) */
+    Env env;
     /* The env's own rewards and terminals: PufferLib never clears them between steps and some
      * envs read them back (connect4 resets at the step after terminals[0] was set), while shoal's
      * core zeroes its buffers before each step. The env keeps these; shoal's rows get a copy. */
     float rewards[SHOAL_OCEAN_NUM_AGENTS];
     unsigned char terminals[SHOAL_OCEAN_NUM_AGENTS];
-    Env env;
-    shoal_ocean_value params[SHOAL_OCEAN_NUM_PARAMS];  /* written by the core before init */
-    const char* stat_keys[SHOAL_OCEAN_NUM_STATS];      /* my_log's key pointers, per stats slot */
+    unsigned char initialized; /* my_init ran (at the first reset) */
+    unsigned char skip_reset;  /* the env already reset itself in c_step */
+    /* The env's `actions` when it reads floats of discrete actions (SHOAL_OCEAN_CONVERT_ACTIONS). */
+    float float_actions[SHOAL_OCEAN_CONVERT_ACTIONS ? SHOAL_OCEAN_ACTION_COUNT : 1];
+    shoal_ocean_value params[SHOAL_OCEAN_NUM_PARAMS]; /* written by the core before init */
+    const char* stat_keys[SHOAL_OCEAN_NUM_STATS];     /* my_log's key pointers, per stats slot */
 } shoal_ocean_env;
 
 #define SHOAL_OCEAN_PARAM_NAME(NAME, TYPE, DEFAULT, INDEX) NAME,
@@ -107,13 +111,6 @@ static void shoal_ocean_point_buffers(shoal_ocean_env* w) {
 
 static int shoal_ocean_init(shoal_ocean_env* w) {
     shoal_ocean__current = &w->base;
-    if (SHOAL_OCEAN_CONVERT_ACTIONS) {
-        w->float_actions = (float*)calloc(SHOAL_OCEAN_ACTION_COUNT, sizeof(float));
-        if (!w->float_actions) {
-            shoal_env_fail(&w->base, "out of memory");
-            return 1;
-        }
-    }
     return 0;
 }
 
@@ -170,13 +167,13 @@ static int shoal_ocean_step(shoal_ocean_env* w) {
         const int32_t* actions = (const int32_t*)w->base.actions;
         for (int a = 0; a < SHOAL_OCEAN_ACTION_COUNT; ++a) w->float_actions[a] = (float)actions[a];
     }
-    if (!w->initialized) {
+    if (__builtin_expect(!w->initialized, 0)) {
         shoal_env_fail(&w->base, "stepped before its first reset");
         return SHOAL_EPISODE_RUNNING;
     }
     c_step(&w->env);
     shoal_ocean_publish(w);
-    if (w->env.log.n == 0.0f) return SHOAL_EPISODE_RUNNING;
+    if (__builtin_expect(w->env.log.n == 0.0f, 1)) return SHOAL_EPISODE_RUNNING;
     shoal_ocean_take_log(w);
     w->skip_reset = 1;
     return SHOAL_EPISODE_OVER;
@@ -186,8 +183,6 @@ static void shoal_ocean_close(void* env) {
     shoal_ocean_env* w = (shoal_ocean_env*)env;
     shoal_ocean__current = &w->base;
     if (w->initialized) c_close(&w->env);
-    free(w->float_actions);
-    w->float_actions = NULL;
 }
 
 #define SHOAL_OCEAN_CALLBACKS(NAME) \

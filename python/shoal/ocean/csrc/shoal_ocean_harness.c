@@ -12,8 +12,9 @@
  *       from each env's shoal stream (seeded as shoal seeds it), so trajectories compare with
  *       shoal's step for step.
  *   harness bench NUM_ENVS STEPS SEED [ACTIONS]  steps actions drawn in advance (the rows of
- *       ACTIONS in turn, else its own random rows) and prints "<seconds> <agent steps>"; rand() is
- *       libc's, seeded with srand() as PufferLib does.
+ *       ACTIONS in turn, else its own random rows) and prints "<seconds> <agent steps> <cpu seconds>"
+ *       (wall time, then the thread's CPU time, which leaves out what other processes took);
+ *       rand() is libc's, seeded with srand() as PufferLib does.
  */
 #ifdef SHOAL_OCEAN_HARNESS_SHOAL_RAND
 #define SHOAL_REPLACE_RAND
@@ -169,9 +170,12 @@ int main(int argc, char** argv) {
                                 : (float)pool_int[k];
         }
     }
-    struct timespec start, end;
+    struct timespec start, end, cpu_start, cpu_end;
     for (long t = -steps / 10 - 1; t < steps; ++t) {  /* a tenth of the steps warm up, untimed */
-        if (t == 0) clock_gettime(CLOCK_MONOTONIC, &start);
+        if (t == 0) {
+            clock_gettime(CLOCK_MONOTONIC, &start);
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu_start);
+        }
         const long k = ((t % pool) + pool) % pool;
         if (HARNESS_FLOAT_ACTIONS)
             memcpy(float_actions, pool_float + k * action_count, sizeof(float) * (size_t)action_count);
@@ -179,9 +183,12 @@ int main(int argc, char** argv) {
             memcpy(int_actions, pool_int + k * action_count, sizeof(int32_t) * (size_t)action_count);
         for (long i = 0; i < num_envs; ++i) c_step(&envs[i]);
     }
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu_end);
     clock_gettime(CLOCK_MONOTONIC, &end);
     const double seconds = (double)(end.tv_sec - start.tv_sec) + 1e-9 * (double)(end.tv_nsec - start.tv_nsec);
-    printf("%.9f %ld\n", seconds, steps * agents);
+    const double cpu_seconds =
+        (double)(cpu_end.tv_sec - cpu_start.tv_sec) + 1e-9 * (double)(cpu_end.tv_nsec - cpu_start.tv_nsec);
+    printf("%.9f %ld %.9f\n", seconds, steps * agents, cpu_seconds);
     for (long i = 0; i < num_envs; ++i) c_close(&envs[i]);
     return 0;
 }

@@ -2,8 +2,11 @@
  *
  * shoal never renders, so this header declares only what Ocean env code names: the plain
  * value types (with the fields env code reads), colour and key constants, and each drawing,
- * window, input and loading call as a stub that evaluates to a zero value of its return type
- * and, if it ever runs, fails the env being stepped (see shoal_ocean_runtime.h).
+ * window and loading call as a stub that evaluates to a zero value of its return type and, if it
+ * ever runs, fails the env being stepped (see shoal_ocean_runtime.h). Input queries are not
+ * failures: without a window there is no keyboard or mouse, so, as in raylib when no input event
+ * arrived, no key or button is down and the pointer is at (0, 0) (boids reads the keyboard and the
+ * mouse inside c_step for a manual-control mode).
  */
 #ifndef SHOAL_OCEAN_RAYLIB_H
 #define SHOAL_OCEAN_RAYLIB_H
@@ -160,19 +163,21 @@ enum {
 #define TraceLog(...) SHOAL_RL_STUB(TraceLog)
 #define TextFormat(...) SHOAL_RL_VALUE(TextFormat, "")
 
-/* Input. */
-#define IsKeyDown(...) SHOAL_RL_VALUE(IsKeyDown, false)
-#define IsKeyPressed(...) SHOAL_RL_VALUE(IsKeyPressed, false)
-#define IsKeyReleased(...) SHOAL_RL_VALUE(IsKeyReleased, false)
-#define GetKeyPressed(...) SHOAL_RL_VALUE(GetKeyPressed, 0)
-#define GetCharPressed(...) SHOAL_RL_VALUE(GetCharPressed, 0)
-#define IsMouseButtonDown(...) SHOAL_RL_VALUE(IsMouseButtonDown, false)
-#define IsMouseButtonPressed(...) SHOAL_RL_VALUE(IsMouseButtonPressed, false)
-#define IsMouseButtonReleased(...) SHOAL_RL_VALUE(IsMouseButtonReleased, false)
-#define GetMousePosition(...) SHOAL_RL_VALUE(GetMousePosition, ((Vector2){0, 0}))
-#define GetMouseX(...) SHOAL_RL_VALUE(GetMouseX, 0)
-#define GetMouseY(...) SHOAL_RL_VALUE(GetMouseY, 0)
-#define GetMouseWheelMove(...) SHOAL_RL_VALUE(GetMouseWheelMove, 0.0f)
+/* Input: nothing pressed, the pointer at (0, 0) (see the top of this file). The arguments are
+ * not evaluated, as with the stubs. */
+#define SHOAL_RL_NO_INPUT(RESULT) (RESULT)
+#define IsKeyDown(...) SHOAL_RL_NO_INPUT(false)
+#define IsKeyPressed(...) SHOAL_RL_NO_INPUT(false)
+#define IsKeyReleased(...) SHOAL_RL_NO_INPUT(false)
+#define GetKeyPressed(...) SHOAL_RL_NO_INPUT(0)
+#define GetCharPressed(...) SHOAL_RL_NO_INPUT(0)
+#define IsMouseButtonDown(...) SHOAL_RL_NO_INPUT(false)
+#define IsMouseButtonPressed(...) SHOAL_RL_NO_INPUT(false)
+#define IsMouseButtonReleased(...) SHOAL_RL_NO_INPUT(false)
+#define GetMousePosition(...) SHOAL_RL_NO_INPUT(((Vector2){0, 0}))
+#define GetMouseX(...) SHOAL_RL_NO_INPUT(0)
+#define GetMouseY(...) SHOAL_RL_NO_INPUT(0)
+#define GetMouseWheelMove(...) SHOAL_RL_NO_INPUT(0.0f)
 
 /* Shapes, text and textures. */
 #define DrawPixel(...) SHOAL_RL_STUB(DrawPixel)
