@@ -187,17 +187,28 @@ class NativeEnv(PufferEnv):
 
     def step(self, actions):
         """Steps every env; ``actions`` are checked (cheaply in native code for int32/float32 arrays)."""
-        infos = self.step_infos(actions)
+        ended = self._vec.step_actions(actions) if type(actions) is np.ndarray else -1
+        if ended < 0:
+            ended = self._step_converted(actions)
+        infos = self._episode_infos(ended) if ended else []
         return self.observations, self.rewards, self.terminals, self.truncations, infos
 
     def step_infos(self, actions) -> list[dict]:
-        """step() that returns only the infos (the outputs are in ``buf``): Multithreading's hot path."""
+        """step() that returns only the infos (the outputs are in ``buf``): Multithreading's hot path.
+        (Serial calls step() once per env, so neither calls the other: a Python call costs ~0.1 us.)"""
         ended = self._vec.step_actions(actions) if type(actions) is np.ndarray else -1
         if ended < 0:
-            actions = self._check_actions(actions)  # converts other dtypes, or raises
-            np.copyto(self.actions, actions, casting="unsafe")
-            ended = self._vec.step()
-        return self._logs[0].add(ended) if ended else []
+            ended = self._step_converted(actions)
+        return self._episode_infos(ended) if ended else []
+
+    def _step_converted(self, actions) -> int:
+        actions = self._check_actions(actions)  # converts other dtypes, or raises
+        np.copyto(self.actions, actions, casting="unsafe")
+        return self._vec.step()
+
+    def _episode_infos(self, ended: int) -> list[dict]:
+        """The infos of a step in which ``ended`` episodes ended."""
+        return self._logs[0].add(ended)
 
     def submit(self, buffer: int, actions) -> None:
         """Queues a step of buffer ``buffer`` (num_buffers > 1) and returns while it runs."""

@@ -87,10 +87,10 @@ class OceanEnv(NativeEnv):
             )
         return {name: model.init_kwargs.get(name, 0) for name, _ in info["params"]}
 
-    def step_infos(self, actions) -> list[dict]:
-        """step()'s infos (NativeEnv.step and Multithreading's hot path both come here), reported
-        as PufferLib's vec_log reports them."""
-        infos = super().step_infos(actions)
+    def _episode_infos(self, ended: int) -> list[dict]:
+        """A step's infos (step() and Multithreading's step_infos() both come here), reported as
+        PufferLib's vec_log reports them."""
+        infos = super()._episode_infos(ended)
         return [self._report(log) for log in infos] if infos else infos
 
     def wait(self, buffer: int) -> list[dict]:
