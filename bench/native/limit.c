@@ -8,6 +8,7 @@
  * logs, final observations, error checks, chunking, threads and Python.
  *
  *   double shoal_limit_sps(size_t num_envs, uint64_t steps_per_env)   env steps per second
+ *   double shoal_limit_cpu_sps(size_t num_envs, uint64_t steps_per_env)   the same per CPU second
  *   double shoal_limit_sps_threads(size_t num_envs, uint64_t steps_per_env, unsigned threads)
  *       the same loop split into `threads` contiguous slices stepped by that many threads, which
  *       meet at a spinning barrier after every step (the caller copies the actions in between):
@@ -30,10 +31,14 @@
 #define SHOAL_LIMIT_BATCHES 16
 #define SHOAL_LIMIT_WARMUP_STEPS 20
 
-static double shoal_limit_now(void) {
+static double shoal_limit_now_on(clockid_t clock) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(clock, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double shoal_limit_now(void) {
+    return shoal_limit_now_on(CLOCK_MONOTONIC);
 }
 
 static void shoal_limit_write_params(const shoal_env_spec* spec, unsigned char* env) {
@@ -161,9 +166,8 @@ static void shoal_limit_step_slice(const shoal_limit_vec* v, size_t begin, size_
                          (uint32_t)v->spec->max_episode_steps);
 }
 
-/** Env steps per second of `num_envs` envs each stepped `steps_per_env` times (after a warm-up);
- * negative if the buffers cannot be allocated or an env fails to initialise. */
-SHOAL_EXTERN_C SHOAL_VISIBLE double shoal_limit_sps(size_t num_envs, uint64_t steps_per_env) {
+/* shoal_limit_sps() with the timed loop measured on `clock`. */
+static double shoal_limit_sps_on(size_t num_envs, uint64_t steps_per_env, clockid_t clock) {
     shoal_limit_vec v;
     double sps = -1.0;
     if (shoal_limit_init(&v, num_envs) == 0) {
@@ -171,15 +175,27 @@ SHOAL_EXTERN_C SHOAL_VISIBLE double shoal_limit_sps(size_t num_envs, uint64_t st
             shoal_limit_copy_actions(&v, t);
             shoal_limit_step_slice(&v, 0, num_envs);
         }
-        const double start = shoal_limit_now();
+        const double start = shoal_limit_now_on(clock);
         for (uint64_t t = 0; t < steps_per_env; ++t) {
             shoal_limit_copy_actions(&v, t);
             shoal_limit_step_slice(&v, 0, num_envs);
         }
-        sps = (double)steps_per_env * (double)v.rows / (shoal_limit_now() - start);
+        sps = (double)steps_per_env * (double)v.rows / (shoal_limit_now_on(clock) - start);
     }
     shoal_limit_free(&v);
     return sps;
+}
+
+/** Env steps per second of `num_envs` envs each stepped `steps_per_env` times (after a warm-up);
+ * negative if the buffers cannot be allocated or an env fails to initialise. */
+SHOAL_EXTERN_C SHOAL_VISIBLE double shoal_limit_sps(size_t num_envs, uint64_t steps_per_env) {
+    return shoal_limit_sps_on(num_envs, steps_per_env, CLOCK_MONOTONIC);
+}
+
+/** Like shoal_limit_sps(), per second of this thread's CPU time (what other processes take left out;
+ * allocation, init and warm-up are not timed). */
+SHOAL_EXTERN_C SHOAL_VISIBLE double shoal_limit_cpu_sps(size_t num_envs, uint64_t steps_per_env) {
+    return shoal_limit_sps_on(num_envs, steps_per_env, CLOCK_THREAD_CPUTIME_ID);
 }
 
 /* ---- the same loop on several threads, a spinning barrier after each step ----------------- */
