@@ -140,7 +140,8 @@ public:
            const std::string& schedule, size_t dynamic_chunk, bool pin_threads, size_t num_buffers)
         : spec_(std::move(spec)),
           arrays_{observations, final_observations, actions, rewards, terminals, truncations, masks},
-          pacer_(stop_, num_envs) {
+          pacer_(stop_, num_envs),
+          episodes_(num_envs) {
         const shoal_env_spec& s = *spec_.spec;
         shoal::validate_spec(s);
         if (num_envs == 0) throw UsageError("num_envs must be >= 1");
@@ -184,6 +185,7 @@ public:
             py::gil_scoped_release release;
             if (pipeline_) pipeline_->clear();  // no buffer may be stepping while every env resets
             stop_.clear();                      // every env starts afresh: an interrupted step is forgotten
+            (void)episodes_.take();             // and so are the episodes it counted
             auto body = [&](size_t begin, size_t end) { vec_->reset_range(begin, end, seed); };
             pool_->parallel_for(vec_->num_envs(), body);
         }
@@ -196,7 +198,6 @@ public:
     /// the vector refuses steps until reset().
     uint64_t step(const unsigned char* new_actions = nullptr) {
         Busy busy(*this);
-        std::atomic<uint64_t> episodes{0};
         if (pipeline_) throw UsageError("this vector is pipelined; use submit() and wait()");
         if (stop_.requested()) throw UsageError(shoal::kStoppedMessage);
         const size_t env_action_bytes = this->env_action_bytes();
@@ -210,20 +211,21 @@ public:
                     std::memcpy(action_buffer + begin * env_action_bytes, new_actions + begin * env_action_bytes,
                                 (end - begin) * env_action_bytes);
                 const uint64_t ended = vec_->step_range(begin, end);
-                if (ended) episodes.fetch_add(ended, std::memory_order_relaxed);
+                if (ended) episodes_.add(begin, ended);
             };
             auto body = [&](size_t begin, size_t end) { pacer_.run(begin, end, piece); };
             pacer_.start(poll);
             pool_->parallel_for(vec_->num_envs(), body);
             pacer_.finish();
         }
+        const uint64_t episodes = episodes_.take();
         if (stop_.requested()) {
             if (vec_->any_failed()) (void)vec_->take_failures();  // the step is discarded, its failures too
             if (signals.raised) throw py::error_already_set();
             throw UsageError(shoal::kStoppedMessage);
         }
         raise_failures();
-        return episodes.load(std::memory_order_relaxed);
+        return episodes;
     }
 
     /// Checks actions for `rows` agent rows without converting anything: 0 = int32/float32 of the exact
@@ -414,9 +416,10 @@ private:
     size_t env_action_bytes() const { return size_t(spec_.spec->num_agents) * size_t(spec_.spec->action_dims) * 4; }
 
     Spec spec_;
-    std::vector<py::array> arrays_;  // keeps the caller's buffers alive as long as the envs write them
-    shoal::StopRequest stop_;        // outlives close(): abandon() may come from another thread any time
-    shoal::Pacer pacer_;             // how a synchronous step is cut into pieces that can stop
+    std::vector<py::array> arrays_;   // keeps the caller's buffers alive as long as the envs write them
+    shoal::StopRequest stop_;         // outlives close(): abandon() may come from another thread any time
+    shoal::Pacer pacer_;              // how a synchronous step is cut into pieces that can stop
+    shoal::EpisodeCounter episodes_;  // episodes ended in the synchronous step under way
     std::unique_ptr<shoal::NativeVec> vec_;
     std::unique_ptr<shoal::WorkerPool> pool_;
     std::unique_ptr<shoal::Pipeline> pipeline_;  // declared last: destroyed first

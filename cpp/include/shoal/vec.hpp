@@ -146,6 +146,34 @@ private:
     std::vector<double> stats_;  // num_envs rows of num_stats
 };
 
+/// Episodes ended during one step, added to by every thread that steps a range of it: one counter
+/// per cache line for each sixteenth of the envs. A single counter (on the caller's stack, too) had
+/// its line pulled between the cores after nearly every chunk, and the caller's locals with it.
+class EpisodeCounter {
+public:
+    explicit EpisodeCounter(size_t num_envs) noexcept : num_envs_(std::max<size_t>(num_envs, 1)) {}
+
+    /// Adds the episodes that ended in a range starting at env `first`.
+    void add(size_t first, uint64_t episodes) noexcept {
+        shards_[first * kShards / num_envs_].count.fetch_add(episodes, std::memory_order_relaxed);
+    }
+
+    /// The total since the last take(), which starts a new count (after the step's join).
+    [[nodiscard]] uint64_t take() noexcept {
+        uint64_t total = 0;
+        for (Shard& shard : shards_) total += shard.count.exchange(0, std::memory_order_relaxed);
+        return total;
+    }
+
+private:
+    static constexpr size_t kShards = 16;
+    struct alignas(detail::kCacheLine) Shard {
+        std::atomic<uint64_t> count{0};
+    };
+    size_t num_envs_;
+    Shard shards_[kShards];
+};
+
 /// The envs of one vector, stepped range by range.
 class NativeVec {
 public:
