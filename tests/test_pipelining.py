@@ -116,7 +116,9 @@ def test_send_returns_while_the_driver_steps_and_the_gil_is_free(time_limit):
         vecenv.recv()  # buffer 0: waits for its step
         wait_end = time.perf_counter()
         spinner.join()
-    assert sent < 0.003 < wait_end - start, (sent, wait_end - start)
+    # send() returns long before the step it queued is done (a bound relative to that step: another
+    # process on the machine can take the CPU for a few ms at any moment).
+    assert 0.003 < wait_end - start and sent < 0.25 * (wait_end - start), (sent, wait_end - start)
     # Another Python thread made progress while this one waited in recv (GIL released).
     assert sum(1 for t in ticks if wait_start < t < wait_end) > 20
 
