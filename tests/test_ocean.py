@@ -169,7 +169,7 @@ def test_infos_report_the_env_log_as_pufferlib_does(env_class):
     # Always pushing left: the pole falls within a few dozen steps, every step rewards 1.
     assert 5 <= report["episode_length"] <= 60
     assert report["score"] == pytest.approx(report["episode_length"], rel=1e-5)
-    assert 0 < report["episode_return"] <= report["episode_length"]  # shoal's reward sum (no env key)
+    assert "episode_return" not in report  # cartpole's my_log writes none; infos carry what it writes
     assert report["pole_angle_termination"] + report["x_threshold_termination"] == pytest.approx(1.0)
 
 

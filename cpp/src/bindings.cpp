@@ -243,9 +243,11 @@ public:
         bool ok = true;
         if (box) {
             const float* values = static_cast<const float*>(actions.data());
-            // Counting values out of [low, high] (NaN included) as a sum the compiler vectorises.
+            // Counting values out of [low, high] (NaN included) as a sum the compiler vectorises: bounds in
+            // locals (the spec could alias the values) and `&` on both comparisons, not a branch per value.
+            const float low = s.action_low, high = s.action_high;
             uint32_t outside = 0;
-            for (size_t i = 0; i < count; ++i) outside += !(values[i] >= s.action_low && values[i] <= s.action_high);
+            for (size_t i = 0; i < count; ++i) outside += !((values[i] >= low) & (values[i] <= high));
             ok = outside == 0;
         } else {
             // Unsigned comparison sends negative values above every bound.

@@ -100,14 +100,12 @@ class OceanEnv(NativeEnv):
     def _report(self, log: dict) -> dict:
         """PufferLib's vec_log from shoal's episode log: Log fields summed over the ended episodes,
         divided by their count n. (shoal's log averages each stat over its own episodes, the env
-        steps that ended some; n is among the stats, so the ratio is PufferLib's mean.)"""
+        steps that ended some; n is among the stats, so the ratio is PufferLib's mean.) The keys
+        are the Log's, as my_log names them, plus n and shoal's episode count."""
         n = log.get("n")
         if not n:
             return log
         report = {key: value / n for key, value in log.items() if key in self.ocean["stats"] and key != "n"}
-        if self.num_agents == self.num_envs:  # one agent per env: shoal's own episode sums are exact
-            for key in ("episode_return", "episode_length"):
-                report.setdefault(key, log[key])
         report["episodes"] = log["episodes"]  # shoal episodes: steps of an env that ended some
         report["n"] = n * log["episodes"]  # episodes the env logged (agent episodes)
         return report

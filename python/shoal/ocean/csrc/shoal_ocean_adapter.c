@@ -10,14 +10,21 @@
  * (SHOAL_REPLACE_RAND, and random() likewise; srand() is a no-op, so clock- or pid-seeded envs
  * stay deterministic).
  *
+ * Stepping: the spec's step_range is this file's own loop (shoal_ocean_step_range), PufferLib's
+ * vec_step `for i: c_step(&envs[i])` with only what shoal's contract adds to it. The env writes its
+ * rewards and terminals straight into its rows of shoal's buffers, which keep their values between
+ * steps as PufferLib's do (some envs read them back: connect4 resets at the step after
+ * terminals[0] was set), so the core zeroes nothing before a step; it zeroes the rows at a
+ * vector reset.
+ *
  * Episodes: an Ocean env resets itself inside c_step and reports finished episodes by adding
- * to its Log (log.n counts them). After a step that raised log.n, the adapter hands my_log's
- * values to shoal's stats (slot 0 is n), clears the Log as PufferLib's vec_log does, and ends
- * shoal's episode without resetting again: shoal's reset callback skips c_reset once. So the
- * "final observation" of an Ocean env is what the env shows after that step (usually its next
- * episode's first), and time limits are the env's own (terminals), never shoal truncations.
- * The env writes rewards and terminals into arrays of its own that persist between steps, as
- * PufferLib's buffers do; shoal's rows get a copy after each step.
+ * to its Log (log.n counts them). After a step that raised log.n, the loop hands my_log's values
+ * to shoal's stats (slot 0 is n), clears the Log as PufferLib's vec_log does and counts one shoal
+ * episode. An agent whose terminal is set gets its observation copied to the final-observation
+ * buffer: that is what the env shows after the step (usually its next episode's first). Time
+ * limits are the env's own (terminals); shoal truncates only when given max_episode_steps: then an
+ * env that ran that many steps since its last logged episode end is truncated and reset (c_reset).
+ * shoal's own episode return and length are not kept: infos report the env's Log.
  */
 #define SHOAL_REPLACE_RAND
 #include <shoal/env.h>
@@ -78,13 +85,7 @@ _Static_assert(SHOAL_OCEAN_NUM_STATS <= SHOAL_MAX_STATS, "shoal.ocean: too many 
 typedef struct shoal_ocean_env {
     shoal_env base; /* Required first member (shoal/env.h) */
     Env env;
-    /* The env's own rewards and terminals: PufferLib never clears them between steps and some
-     * envs read them back (connect4 resets at the step after terminals[0] was set), while shoal's
-     * core zeroes its buffers before each step. The env keeps these; shoal's rows get a copy. */
-    float rewards[SHOAL_OCEAN_NUM_AGENTS];
-    unsigned char terminals[SHOAL_OCEAN_NUM_AGENTS];
     unsigned char initialized; /* my_init ran (at the first reset) */
-    unsigned char skip_reset;  /* the env already reset itself in c_step */
     /* The env's `actions` when it reads floats of discrete actions (SHOAL_OCEAN_CONVERT_ACTIONS). */
     float float_actions[SHOAL_OCEAN_CONVERT_ACTIONS ? SHOAL_OCEAN_ACTION_COUNT : 1];
     shoal_ocean_value params[SHOAL_OCEAN_NUM_PARAMS]; /* written by the core before init */
@@ -101,8 +102,8 @@ static const char* const shoal_ocean_stat_names[] = {SHOAL_OCEAN_STATS(SHOAL_OCE
 static void shoal_ocean_point_buffers(shoal_ocean_env* w) {
     Env* env = &w->env;
     env->observations = (__typeof__(env->observations))w->base.observations;
-    env->rewards = (__typeof__(env->rewards))w->rewards;
-    env->terminals = (__typeof__(env->terminals))w->terminals;
+    env->rewards = (__typeof__(env->rewards))w->base.rewards;
+    env->terminals = (__typeof__(env->terminals))w->base.terminals;
     if (SHOAL_OCEAN_CONVERT_ACTIONS)
         env->actions = (__typeof__(env->actions))(void*)w->float_actions;
     else
@@ -110,7 +111,7 @@ static void shoal_ocean_point_buffers(shoal_ocean_env* w) {
 }
 
 static int shoal_ocean_init(shoal_ocean_env* w) {
-    shoal_ocean__current = &w->base;
+    (void)w;
     return 0;
 }
 
@@ -133,23 +134,14 @@ static void shoal_ocean_first_reset(shoal_ocean_env* w) {
     w->initialized = 1;
 }
 
-static inline void shoal_ocean_publish(shoal_ocean_env* w) {
-    memcpy(w->base.rewards, w->rewards, sizeof w->rewards);
-    memcpy(w->base.terminals, w->terminals, sizeof w->terminals);
-}
-
+/* The core's reset: a vector reset (the rows were just zeroed), or the end of an episode that shoal
+ * truncated. Episodes the env ended itself never come here: it reset itself in c_step. */
 static void shoal_ocean_reset(shoal_ocean_env* w) {
-    shoal_ocean__current = &w->base;
-    if (w->skip_reset) {
-        w->skip_reset = 0;
-        return;
-    }
     if (!w->initialized) {
         shoal_ocean_first_reset(w);
         if (w->base.failed) return;
     }
     c_reset(&w->env);
-    shoal_ocean_publish(w);
 }
 
 /* Moves the env's Log into shoal's stats and clears it (as PufferLib's vec_log does). */
@@ -161,33 +153,102 @@ static void shoal_ocean_take_log(shoal_ocean_env* w) {
     memset(&w->env.log, 0, sizeof(Log));
 }
 
+/* One env step as the core's reference loop (shoal_step_envs) would call it; the spec needs it, the
+ * vector steps through shoal_ocean_step_range. */
 static int shoal_ocean_step(shoal_ocean_env* w) {
-    shoal_ocean__current = &w->base;
     if (SHOAL_OCEAN_CONVERT_ACTIONS) {
         const int32_t* actions = (const int32_t*)w->base.actions;
         for (int a = 0; a < SHOAL_OCEAN_ACTION_COUNT; ++a) w->float_actions[a] = (float)actions[a];
     }
     if (__builtin_expect(!w->initialized, 0)) {
-        shoal_env_fail(&w->base, "stepped before its first reset");
+        shoal_ocean_fail(&w->base, "%s", "stepped before its first reset");
         return SHOAL_EPISODE_RUNNING;
     }
     c_step(&w->env);
-    shoal_ocean_publish(w);
-    if (__builtin_expect(w->env.log.n == 0.0f, 1)) return SHOAL_EPISODE_RUNNING;
-    shoal_ocean_take_log(w);
-    w->skip_reset = 1;
-    return SHOAL_EPISODE_OVER;
+    return SHOAL_EPISODE_RUNNING;
+}
+
+/* The rare part of a step, out of the hot loop: env `i` of `range` terminated an agent, logged an
+ * episode (`logged`) or reached shoal's time limit (`truncated`). Returns the shoal episodes ended. */
+static SHOAL_OUT_OF_LINE uint64_t shoal_ocean_finish_step(shoal_range* range, size_t i, shoal_ocean_env* w,
+                                                          int logged, int truncated) {
+    const size_t agents = SHOAL_OCEAN_NUM_AGENTS, observation_bytes = range->observation_bytes;
+    unsigned char* finals = range->final_observations + i * agents * observation_bytes;
+    const unsigned char* observations = (const unsigned char*)w->base.observations;
+    if (truncated) memset(w->base.truncations, 1, agents);
+    for (size_t a = 0; a < agents; ++a)
+        if (w->base.terminals[a] | w->base.truncations[a])
+            memcpy(finals + a * observation_bytes, observations + a * observation_bytes, observation_bytes);
+    if (!logged && !truncated) return 0;
+    if (logged) shoal_ocean_take_log(w);
+    const size_t num_stats = (size_t)range->num_stats;
+    for (size_t s = 0; s < num_stats; ++s) range->stat_sums[i * num_stats + s] += w->base.stats[s];
+    range->episode_counts[i] += 1;
+    memset(w->base.stats, 0, sizeof w->base.stats);
+    w->base.tick = 0;
+    if (truncated && !logged) c_reset(&w->env);
+    return 1;
+}
+
+/* The step loop of `range` (the spec's step_range); `limit` is shoal's time limit (0 = none),
+ * constant in each of the two copies the compiler makes of this body. */
+static inline SHOAL_ALWAYS_INLINE uint64_t shoal_ocean_step_envs(shoal_range* range, const uint32_t limit) {
+    const size_t count = range->count, stride = range->stride, agents = SHOAL_OCEAN_NUM_AGENTS;
+    if (count == 0) return 0;
+    const unsigned failures = shoal_ocean__failures;
+    if (limit) memset(((shoal_env*)range->envs)->truncations, 0, count * agents);
+    uint64_t episodes = 0;
+    unsigned char* bytes = range->envs;
+    for (size_t i = 0; i < count; ++i, bytes += stride) {
+        shoal_ocean_env* w = (shoal_ocean_env*)bytes;
+        shoal__current_rng = &w->base.rng;
+        if (SHOAL_OCEAN_CONVERT_ACTIONS) {
+            const int32_t* actions = (const int32_t*)w->base.actions;
+            for (int a = 0; a < SHOAL_OCEAN_ACTION_COUNT; ++a) w->float_actions[a] = (float)actions[a];
+        }
+        if (__builtin_expect(!w->initialized, 0)) {
+            shoal_ocean_fail(&w->base, "%s", "stepped before its first reset");
+            continue;
+        }
+        c_step(&w->env);
+        /* The env's own pointer to its terminals: the Env's lines are hot, shoal_env's may not be. */
+        const unsigned char* terminals = (const unsigned char*)w->env.terminals;
+        unsigned ended = 0;
+        for (size_t a = 0; a < agents; ++a) ended |= terminals[a];
+        const int logged = w->env.log.n != 0.0f;
+        const int truncated = limit != 0 && ++w->base.tick >= limit;
+        if (__builtin_expect(ended | logged | truncated, 0))
+            episodes += shoal_ocean_finish_step(range, i, w, logged, truncated);
+    }
+    if (shoal_ocean__failures != failures) range->failed = 1;
+    return episodes;
+}
+
+static uint64_t shoal_ocean_step_range(shoal_range* range) {
+    if (range->max_episode_steps == 0) return shoal_ocean_step_envs(range, 0);
+    return shoal_ocean_step_envs(range, range->max_episode_steps);
 }
 
 static void shoal_ocean_close(void* env) {
     shoal_ocean_env* w = (shoal_ocean_env*)env;
-    shoal_ocean__current = &w->base;
+    shoal__current_rng = &w->base.rng;
     if (w->initialized) c_close(&w->env);
 }
 
-#define SHOAL_OCEAN_CALLBACKS(NAME) \
-    SHOAL_ENV_CALLBACKS(NAME, shoal_ocean_env, shoal_ocean_init, shoal_ocean_reset, shoal_ocean_step)
-SHOAL_OCEAN_CALLBACKS(SHOAL_OCEAN_NAME)
+/* The spec's callbacks route rand() to their env, as SHOAL_ENV_CALLBACKS's do; the step loop is
+ * shoal_ocean_step_range, not SHOAL_ENV_CALLBACKS's generic one. */
+static int shoal_ocean_init_callback(void* env) {
+    SHOAL__ROUTE_RAND(env);
+    return shoal_ocean_init((shoal_ocean_env*)env);
+}
+static void shoal_ocean_reset_callback(void* env) {
+    SHOAL__ROUTE_RAND(env);
+    shoal_ocean_reset((shoal_ocean_env*)env);
+}
+static int shoal_ocean_step_callback(void* env) {
+    SHOAL__ROUTE_RAND(env);
+    return shoal_ocean_step((shoal_ocean_env*)env);
+}
 
 #define SHOAL_OCEAN_PARAM_ENTRY(NAME, TYPE, DEFAULT, INDEX)                                           \
     {NAME, TYPE, offsetof(shoal_ocean_env, params) + sizeof(shoal_ocean_value) * (INDEX), DEFAULT,        \
@@ -195,9 +256,17 @@ SHOAL_OCEAN_CALLBACKS(SHOAL_OCEAN_NAME)
      TYPE == SHOAL_PARAM_INT32 ? (double)INT32_MAX : HUGE_VAL, "keyword argument of the env's my_init"},
 static const shoal_param shoal_ocean_params[] = {SHOAL_OCEAN_PARAMS(SHOAL_OCEAN_PARAM_ENTRY)};
 
-#define SHOAL_OCEAN_SPEC(NAME) SHOAL_SPEC_CALLBACKS(NAME, shoal_ocean_env)
+#define SHOAL_OCEAN_STRING(NAME) #NAME
+#define SHOAL_OCEAN_NAME_STRING(NAME) SHOAL_OCEAN_STRING(NAME)
 static const shoal_env_spec shoal_ocean_spec = {
-    SHOAL_OCEAN_SPEC(SHOAL_OCEAN_NAME),
+    .abi_version = SHOAL_ABI_VERSION,
+    .name = SHOAL_OCEAN_NAME_STRING(SHOAL_OCEAN_NAME),
+    .env_size = sizeof(shoal_ocean_env),
+    .env_align = SHOAL_ALIGNOF(shoal_ocean_env),
+    .init = shoal_ocean_init_callback,
+    .reset = shoal_ocean_reset_callback,
+    .step = shoal_ocean_step_callback,
+    .step_range = shoal_ocean_step_range,
     .doc = SHOAL_OCEAN_DOC,
     .num_agents = SHOAL_OCEAN_NUM_AGENTS,
     .obs_dtype = SHOAL_OCEAN_OBS_DTYPE,

@@ -41,8 +41,7 @@ static inline SHOAL_UNUSED double PyFloat_AsDouble(PyObject* value) { return val
 static inline SHOAL_UNUSED double unpack(PyObject* kwargs, const char* key) {
     PyObject* entry = PyDict_GetItemString(kwargs, key);
     if (entry) return entry->number;
-    if (kwargs->owner && !kwargs->owner->failed)
-        shoal_env_fail(kwargs->owner, "my_init reads keyword '%s', which the env's Python class does not pass", key);
+    shoal_ocean_fail(kwargs->owner, "my_init reads keyword '%s', which the env's Python class does not pass", key);
     return 1;
 }
 

@@ -10,13 +10,26 @@
 
 #include <shoal/env.h>
 
-/* The env whose callback runs on this thread (set by the Ocean adapter's callbacks). */
-static SHOAL_THREAD_LOCAL shoal_env* shoal_ocean__current SHOAL_UNUSED;
+/* Failures reported on this thread so far: the adapter's step loop compares the count before and
+ * after a range instead of reading every env's `failed` flag. */
+static SHOAL_THREAD_LOCAL unsigned shoal_ocean__failures SHOAL_UNUSED SHOAL_TLS_ONE_LOAD;
+
+/* The env whose callback runs on this thread: the owner of the rng that rand() draws from (the
+ * adapter routes rand() to every env it calls into, so the route is also the env). */
+static inline SHOAL_UNUSED shoal_env* shoal_ocean_current(void) {
+    shoal_rng* rng = shoal__current_rng;
+    return rng ? (shoal_env*)(void*)((char*)rng - offsetof(shoal_env, rng)) : NULL;
+}
+
+static inline SHOAL_UNUSED void shoal_ocean_fail(shoal_env* env, const char* message, const char* detail) {
+    if (!env || env->failed) return;
+    shoal_env_fail(env, message, detail);
+    shoal_ocean__failures += 1;
+}
 
 static inline SHOAL_UNUSED void shoal_ocean_stub_called(const char* name) {
-    if (shoal_ocean__current && !shoal_ocean__current->failed)
-        shoal_env_fail(shoal_ocean__current,
-                       "the env called raylib's %s outside rendering; shoal.ocean provides no raylib", name);
+    shoal_ocean_fail(shoal_ocean_current(), "the env called raylib's %s outside rendering; shoal.ocean provides no raylib",
+                     name);
 }
 
 #endif /* SHOAL_OCEAN_RUNTIME_H */
