@@ -133,6 +133,7 @@ def config_header(name: str, model: ClassModel, params: tuple, stats: tuple) -> 
         f"#define SHOAL_OCEAN_OBS_ITEM_SIZE {obs.dtype.itemsize}",
         f"#define SHOAL_OCEAN_OBS_NDIM {len(obs.shape)}",
         f"#define SHOAL_OCEAN_OBS_SHAPE {{{', '.join(str(int(d)) for d in obs.shape)}}}",
+        f"#define SHOAL_OCEAN_OBS_BYTES {int(np.prod(obs.shape, dtype=np.int64)) * obs.dtype.itemsize}",
         f"#define SHOAL_OCEAN_OBS_LOW {_c_number(_bound(obs.low))}",
         f"#define SHOAL_OCEAN_OBS_HIGH {_c_number(_bound(obs.high))}",
         f"#define SHOAL_OCEAN_ACTION_KIND {kind}",

@@ -172,7 +172,9 @@ static int shoal_ocean_step(shoal_ocean_env* w) {
  * episode (`logged`) or reached shoal's time limit (`truncated`). Returns the shoal episodes ended. */
 static SHOAL_OUT_OF_LINE uint64_t shoal_ocean_finish_step(shoal_range* range, size_t i, shoal_ocean_env* w,
                                                           int logged, int truncated) {
-    const size_t agents = SHOAL_OCEAN_NUM_AGENTS, observation_bytes = range->observation_bytes;
+    /* The spec's obs_shape and obs_dtype give the core's range->observation_bytes; as a constant, a
+     * small observation is copied by a few moves, not a call to memcpy. */
+    const size_t agents = SHOAL_OCEAN_NUM_AGENTS, observation_bytes = SHOAL_OCEAN_OBS_BYTES;
     unsigned char* finals = range->final_observations + i * agents * observation_bytes;
     const unsigned char* observations = (const unsigned char*)w->base.observations;
     if (truncated) memset(w->base.truncations, 1, agents);
