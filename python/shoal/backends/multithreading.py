@@ -7,6 +7,7 @@ import threading
 import numpy as np
 
 from .. import _native
+from ..call_order import CLOSED, READY_TO_RECV, READY_TO_SEND
 from ..errors import APIUsageError
 from ..native import check_schedule, check_threads, native_env_class
 from ..seeding import check_seed
@@ -142,7 +143,11 @@ class Multithreading(VecEnv):
 
     @guarded
     def send(self, actions) -> None:
-        self._order.check_send()
+        # The synchronous path is the hot one: the call order's state is read and written here
+        # rather than through its methods (a Python call each, ~0.2 us of a 1.5 us batch step).
+        order = self._order
+        if order.state != READY_TO_SEND:
+            order.send()  # raises the precise error for the current state
         if self.num_buffers == 1:
             self._in_use.acquire()  # not `with`: this is the hot path, and try/except costs less
             try:
@@ -152,16 +157,19 @@ class Multithreading(VecEnv):
                 self._after_failed_call("send", exc)
                 raise
             self._in_use.release()
-            if self._order.closed:
+            if order.state == CLOSED:
                 self._closed_while("send")
         else:
             self.env.submit(self._next, actions)
             self._next = (self._next + 1) % self.num_buffers
-        self._order.sent()
+        order.state = READY_TO_RECV  # CallOrder.sent()
 
     @guarded
     def recv(self):
-        self._order.recv()
+        order = self._order
+        if order.state != READY_TO_RECV:
+            order.recv()  # raises the precise error for the current state
+        order.state = READY_TO_SEND  # what CallOrder.recv() moves to
         if self.num_buffers == 1:
             observations, rewards, terminals, truncations, agent_ids, masks = self._outputs
             return observations, rewards, terminals, truncations, self.infos, agent_ids, masks
