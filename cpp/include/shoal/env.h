@@ -174,7 +174,9 @@ typedef struct shoal_env_spec {
 
     const char* class_name; /* optional: the Python class name (default: name) */
     /* optional: shoal_step_envs() with this env's step and reset inlined (SHOAL_SPEC_CALLBACKS
-     * fills it in); without it the core runs the same loop calling step and reset by pointer. */
+     * fills it in); without it the core runs the same loop calling step and reset by pointer. A spec
+     * may give a loop of its own for envs with another contract: shoal.ocean's adapter runs
+     * PufferLib's (the env keeps its rows and resets itself; see shoal_ocean_adapter.c). */
     uint64_t (*step_range)(struct shoal_range* range);
 } shoal_env_spec;
 
