@@ -379,3 +379,27 @@ def test_shoal_time_limit_truncates_and_resets(env_class):
         env.close()
     truncated_steps = np.nonzero(result["truncations"].any(axis=1))[0]
     assert list(truncated_steps[:2]) == [49, 99]
+
+
+def test_what_my_init_allocates_goes_with_the_vector(env_class):
+    """pacman allocates ~30 KB per env in my_init (from the env's arena, see shoal_ocean_arena.h): 20
+    vectors of 256 envs made and closed one after another must not keep it (a leak would be ~150 MB)."""
+    import psutil
+
+    cls = env_class("pacman")
+    process = psutil.Process()
+
+    def cycle():
+        with make(cls, backend="Multithreading", num_envs=256, max_num_threads=2, seed=0) as vecenv:
+            vecenv.reset(0)
+            actions = np.zeros(256, dtype=np.int32)
+            for _ in range(5):
+                vecenv.step(actions)
+
+    for _ in range(3):
+        cycle()
+    before = process.memory_info().rss
+    for _ in range(20):
+        cycle()
+    grown = process.memory_info().rss - before
+    assert grown < 24 * 2**20, f"RSS grew by {grown / 2**20:.1f} MB over 20 vectors"

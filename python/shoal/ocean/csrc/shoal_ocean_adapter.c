@@ -38,8 +38,18 @@
 #include <math.h>
 
 #include "shoal_ocean_runtime.h"
+#include "shoal_ocean_arena.h"
+/* The binding's allocations, after the headers that declare the real functions (see the arena). */
+#define malloc(size) shoal_ocean_malloc(size)
+#define calloc(count, size) shoal_ocean_calloc(count, size)
+#define realloc(pointer, size) shoal_ocean_realloc(pointer, size)
+#define free(pointer) shoal_ocean_free(pointer)
 #include SHOAL_OCEAN_CONFIG
 #include SHOAL_OCEAN_BINDING
+#undef malloc
+#undef calloc
+#undef realloc
+#undef free
 
 /* Element types of the binding's buffer pointers, checked against the Python class. */
 #define SHOAL_OCEAN_FIELD(NAME) (((Env*)0)->NAME)
@@ -89,8 +99,13 @@ typedef struct shoal_ocean_env {
     /* The env's `actions` when it reads floats of discrete actions (SHOAL_OCEAN_CONVERT_ACTIONS). */
     float float_actions[SHOAL_OCEAN_CONVERT_ACTIONS ? SHOAL_OCEAN_ACTION_COUNT : 1];
     shoal_ocean_value params[SHOAL_OCEAN_NUM_PARAMS]; /* written by the core before init */
+    shoal_ocean_arena arena;                          /* what my_init allocated */
     const char* stat_keys[SHOAL_OCEAN_NUM_STATS];     /* my_log's key pointers, per stats slot */
 } shoal_ocean_env;
+
+static shoal_ocean_arena* shoal_ocean_arena_of(shoal_env* env) {
+    return &((shoal_ocean_env*)(void*)env)->arena;
+}
 
 #define SHOAL_OCEAN_PARAM_NAME(NAME, TYPE, DEFAULT, INDEX) NAME,
 static const char* const shoal_ocean_param_names[] = {SHOAL_OCEAN_PARAMS(SHOAL_OCEAN_PARAM_NAME)};
@@ -130,7 +145,9 @@ static void shoal_ocean_first_reset(shoal_ocean_env* w) {
     PyObject kwargs = {.entries = entries, .count = SHOAL_OCEAN_NUM_PARAMS + 1, .owner = &w->base};
     PyObject args = {.owner = &w->base};
     memset(&w->env.log, 0, sizeof(Log));
+    shoal_ocean__filling = &w->arena;
     my_init(&w->env, &args, &kwargs);
+    shoal_ocean__filling = NULL;
     w->initialized = 1;
 }
 
@@ -235,6 +252,7 @@ static void shoal_ocean_close(void* env) {
     shoal_ocean_env* w = (shoal_ocean_env*)env;
     shoal__current_rng = &w->base.rng;
     if (w->initialized) c_close(&w->env);
+    shoal_ocean_arena_release(&w->arena);
 }
 
 /* The spec's callbacks route rand() to their env, as SHOAL_ENV_CALLBACKS's do; the step loop is
