@@ -403,3 +403,21 @@ def test_what_my_init_allocates_goes_with_the_vector(env_class):
         cycle()
     grown = process.memory_info().rss - before
     assert grown < 24 * 2**20, f"RSS grew by {grown / 2**20:.1f} MB over 20 vectors"
+
+
+@pytest.mark.parametrize("threads", [0, 2])
+def test_box_actions_out_of_bounds_never_reach_the_envs(env_class, threads):
+    """drone's actions are Box(-1, 1, (4,), float32): the native check (a vectorised count) lets the
+    bounds themselves through and stops a value past them, or NaN, before any env steps."""
+    cls = env_class("drone")
+    with make(cls, backend="Multithreading", num_envs=8, max_num_threads=threads, seed=0) as vecenv:
+        vecenv.reset(0)
+        edges = np.tile(np.array([-1.0, 1.0, 0.0, -1.0], dtype=np.float32), (8, 1))
+        vecenv.step(edges)
+        for bad in (1.0001, -1.5, np.nan, np.inf):
+            actions = edges.copy()
+            actions[5, 2] = bad
+            before = vecenv.buf.observations.copy()
+            with pytest.raises(APIUsageError, match="outside|out of range|finite|NaN"):
+                vecenv.send(actions)
+            np.testing.assert_array_equal(vecenv.buf.observations, before)
