@@ -170,18 +170,25 @@ static void shoal_ocean_take_log(shoal_ocean_env* w) {
     memset(&w->env.log, 0, sizeof(Log));
 }
 
-/* One env step as the core's reference loop (shoal_step_envs) would call it; the spec needs it, the
- * vector steps through shoal_ocean_step_range. */
-static int shoal_ocean_step(shoal_ocean_env* w) {
+/* One c_step of the env, its discrete actions converted first if it reads floats; 0 (and an env
+ * failure) if it cannot step yet: before its first reset, my_init has not run. */
+static inline SHOAL_ALWAYS_INLINE int shoal_ocean_c_step(shoal_ocean_env* w) {
     if (SHOAL_OCEAN_CONVERT_ACTIONS) {
         const int32_t* actions = (const int32_t*)w->base.actions;
         for (int a = 0; a < SHOAL_OCEAN_ACTION_COUNT; ++a) w->float_actions[a] = (float)actions[a];
     }
     if (__builtin_expect(!w->initialized, 0)) {
         shoal_ocean_fail(&w->base, "%s", "stepped before its first reset");
-        return SHOAL_EPISODE_RUNNING;
+        return 0;
     }
     c_step(&w->env);
+    return 1;
+}
+
+/* The spec's step callback, which the spec must have; the vector never calls it, since
+ * shoal_ocean_step_range (the spec's step_range) does the whole step, episode ends included. */
+static int shoal_ocean_step(shoal_ocean_env* w) {
+    shoal_ocean_c_step(w);
     return SHOAL_EPISODE_RUNNING;
 }
 
@@ -221,15 +228,7 @@ static inline SHOAL_ALWAYS_INLINE uint64_t shoal_ocean_step_envs(shoal_range* ra
     for (size_t i = 0; i < count; ++i, bytes += stride) {
         shoal_ocean_env* w = (shoal_ocean_env*)bytes;
         shoal__current_rng = &w->base.rng;
-        if (SHOAL_OCEAN_CONVERT_ACTIONS) {
-            const int32_t* actions = (const int32_t*)w->base.actions;
-            for (int a = 0; a < SHOAL_OCEAN_ACTION_COUNT; ++a) w->float_actions[a] = (float)actions[a];
-        }
-        if (__builtin_expect(!w->initialized, 0)) {
-            shoal_ocean_fail(&w->base, "%s", "stepped before its first reset");
-            continue;
-        }
-        c_step(&w->env);
+        if (!shoal_ocean_c_step(w)) continue;
         /* The env's own pointer to its terminals: the Env's lines are hot, shoal_env's may not be. */
         const unsigned char* terminals = (const unsigned char*)w->env.terminals;
         unsigned ended = 0;
