@@ -88,12 +88,21 @@ enum { SHOAL_OCEAN_NUM_PARAMS = 0 SHOAL_OCEAN_PARAMS(SHOAL_OCEAN_COUNT_PARAM) };
 enum { SHOAL_OCEAN_NUM_STATS = 0 SHOAL_OCEAN_STATS(SHOAL_OCEAN_COUNT_STAT) };
 _Static_assert(SHOAL_OCEAN_NUM_STATS <= SHOAL_MAX_STATS, "shoal.ocean: too many stats");
 
-/** shoal's env struct around the binding's. A step touches the first cache line of `base` (the
- * core's fields), the binding's Env and the adapter's hot fields; these follow `base` directly so
- * that an env's step reads and writes as few cache lines as the env itself allows (after the
- * Log, which starts the Env and which only an episode end touches). Cold fields come last. */
+/* Where the Env starts. A step touches the binding's Env and the adapter's hot fields after it,
+ * and reads log.n; the rest of the Log only at an episode end. In an Env that starts with its Log
+ * (PufferLib's template), log.n begins a cache line, so that an env's step stays within as few lines
+ * as its hot bytes need (squared's one, not two); any other Env begins a line. The lead is never
+ * empty (a zero-length array is not standard C). */
+enum {
+    SHOAL_OCEAN_HOT_START = offsetof(Env, log) == 0 ? offsetof(Log, n) : 0,
+    SHOAL_OCEAN_LEAD_BYTES = 64 - (sizeof(shoal_env) + SHOAL_OCEAN_HOT_START) % 64,
+};
+
+/** shoal's env struct around the binding's: the core's fields, the Env, the adapter's hot fields
+ * right after it, cold fields last. */
 typedef struct shoal_ocean_env {
     shoal_env base; /* Required first member (shoal/env.h) */
+    unsigned char lead[SHOAL_OCEAN_LEAD_BYTES]; /* unused */
     Env env;
     unsigned char initialized; /* my_init ran (at the first reset) */
     /* The env's `actions` when it reads floats of discrete actions (SHOAL_OCEAN_CONVERT_ACTIONS). */
