@@ -570,10 +570,26 @@ void check_deep() {
           idle_ns);
 }
 
+// The final-observation copy of the step loop (shoal__copy_small) for every size from 0 to 40 bytes
+// and every offset of source and destination in a 16-byte window: exactly the bytes, none around.
+void check_final_observation_copy() {
+    unsigned char from[128], to[128], expected[128];
+    for (size_t i = 0; i < sizeof from; ++i) from[i] = static_cast<unsigned char>(i * 7 + 1);
+    for (size_t bytes = 0; bytes <= 40; ++bytes)
+        for (size_t at = 0; at < 16; ++at) {
+            std::memset(to, 0xAB, sizeof to);
+            std::memset(expected, 0xAB, sizeof expected);
+            std::memcpy(expected + at, from + 3 + at, bytes);
+            shoal__copy_small(to + at, from + 3 + at, bytes);
+            check(std::memcmp(to, expected, sizeof to) == 0, "copy of %zu bytes at offset %zu is wrong", bytes, at);
+        }
+}
+
 }  // namespace
 
 int main() {
     try {
+        check_final_observation_copy();
         check_cartpole();
         check_squared();
         check_grid();

@@ -246,6 +246,34 @@ static inline SHOAL_UNUSED void shoal_start_episode(shoal_env* env, void (*reset
     reset(env);
 }
 
+/* memcpy of a few bytes whose count is known only at run time: a call to libc's memcpy costs more
+ * than the copy (3 ns of the template env's 8 ns step at an episode end). Up to 32 bytes, two
+ * overlapping moves of the widest size that fits; larger copies go to memcpy. */
+static inline SHOAL_UNUSED SHOAL_ALWAYS_INLINE void shoal__copy_small(unsigned char* to, const unsigned char* from,
+                                                                      size_t bytes) {
+    if (bytes >= 16 && bytes <= 32) {
+        unsigned char head[16], tail[16];
+        memcpy(head, from, 16);
+        memcpy(tail, from + bytes - 16, 16);
+        memcpy(to, head, 16);
+        memcpy(to + bytes - 16, tail, 16);
+    } else if (bytes >= 8 && bytes < 16) {
+        uint64_t head, tail;
+        memcpy(&head, from, 8);
+        memcpy(&tail, from + bytes - 8, 8);
+        memcpy(to, &head, 8);
+        memcpy(to + bytes - 8, &tail, 8);
+    } else if (bytes >= 4 && bytes < 8) {
+        uint32_t head, tail;
+        memcpy(&head, from, 4);
+        memcpy(&tail, from + bytes - 4, 4);
+        memcpy(to, &head, 4);
+        memcpy(to + bytes - 4, &tail, 4);
+    } else {
+        memcpy(to, from, bytes);
+    }
+}
+
 /* The rare part of a step, out of the hot loop: env `i` of `range` has an agent that terminated or
  * was truncated (final observations kept) and, if `over`, its episode ended (tallied, restarted). */
 static SHOAL_UNUSED SHOAL_OUT_OF_LINE void shoal__finish_step(shoal_range* range, size_t i, shoal_env* env, int over,
@@ -255,7 +283,7 @@ static SHOAL_UNUSED SHOAL_OUT_OF_LINE void shoal__finish_step(shoal_range* range
     const unsigned char* observations = (const unsigned char*)env->observations;
     for (size_t a = 0; a < agents; ++a)
         if (env->terminals[a] | env->truncations[a])
-            memcpy(finals + a * observation_bytes, observations + a * observation_bytes, observation_bytes);
+            shoal__copy_small(finals + a * observation_bytes, observations + a * observation_bytes, observation_bytes);
     if (!over) return;
     const size_t num_stats = (size_t)range->num_stats;
     range->return_sums[i] += env->episode_return;
