@@ -147,6 +147,7 @@ def main() -> None:
         {
             "what is timed": "(a) the C loop inside the program; (b)-(d) send+recv per batch",
             "repeats": args.repeats,
+            "agent steps per sample": f"{args.scale:g} x the budgets of SIZES (--scale)",
             "source": args.source or "pufferlib 3.0.0 sdist",
         }
     )
