@@ -173,6 +173,38 @@ def test_infos_report_the_env_log_as_pufferlib_does(env_class):
     assert report["pole_angle_termination"] + report["x_threshold_termination"] == pytest.approx(1.0)
 
 
+@pytest.mark.parametrize("threads", [0, 2])
+def test_each_report_averages_the_episodes_ended_since_the_last(env_class, threads):
+    """squared logs perf, score, return and length per episode; every report must be their mean over
+    exactly the episodes that ended after the previous report, up to and including its own step."""
+    num_envs = 32
+    cls = env_class("squared")
+    with make(cls, backend="Multithreading", num_envs=num_envs, max_num_threads=threads, seed=3) as vecenv:
+        actions = action_batches(vecenv, 600, seed=4)
+        vecenv.reset(3)
+        length = np.zeros(num_envs, dtype=np.int64)
+        window = []  # (reward, length) of the episodes ended since the last report
+        reports = 0
+        for t in range(600):
+            _, rewards, terminals, _, infos = vecenv.step(actions[t])
+            length += 1
+            for i in np.flatnonzero(terminals):
+                window.append((float(rewards[i]), int(length[i])))
+                length[i] = 0
+            if not infos:
+                continue
+            (report,) = infos
+            ended = np.array(window)
+            assert report["n"] == len(ended) == report["episodes"], f"step {t}"
+            assert report["episode_length"] == pytest.approx(ended[:, 1].mean(), rel=1e-6), f"step {t}"
+            assert report["score"] == pytest.approx(ended[:, 0].mean(), rel=1e-6), f"step {t}"
+            assert report["episode_return"] == pytest.approx(ended[:, 0].mean(), rel=1e-6), f"step {t}"
+            assert report["perf"] == pytest.approx((ended[:, 0] > 0).mean(), rel=1e-6), f"step {t}"
+            window = []
+            reports += 1
+    assert reports >= 10 and len(window) < num_envs
+
+
 def test_clock_and_pid_seeded_envs_are_deterministic(env_class):
     """rware calls srand(time(NULL)), terraform seeds from the clock and the pid: runs a second
     apart give the same trajectories, and another seed gives others."""

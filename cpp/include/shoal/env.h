@@ -72,7 +72,7 @@ extern "C" {
 #endif
 
 /** ABI version of shoal_env_spec; the core refuses specs built against another one. */
-#define SHOAL_ABI_VERSION 2
+#define SHOAL_ABI_VERSION 3
 
 #define SHOAL_EPISODE_RUNNING 0
 #define SHOAL_EPISODE_OVER 1
@@ -178,6 +178,13 @@ typedef struct shoal_env_spec {
      * may give a loop of its own for envs with another contract: shoal.ocean's adapter runs
      * PufferLib's (the env keeps its rows and resets itself; see shoal_ocean_adapter.c). */
     uint64_t (*step_range)(struct shoal_range* range);
+    /* optional: for envs that keep their own episode log between collections, as PufferLib's Ocean
+     * envs keep their Log (shoal.ocean's adapter): adds the stats of the episodes the envs of `range`
+     * ended since the last call to stat_sums[0, num_stats) and their count to *episodes, then clears
+     * them. The core calls it when it collects the log of a range of envs (between steps, on the
+     * caller) and keeps no tallies of its own for such an env: the range's return_sums, length_sums,
+     * episode_counts and stat_sums are NULL in its step_range, which must then be the spec's own. */
+    void (*take_log)(struct shoal_range* range, double* stat_sums, uint64_t* episodes);
 } shoal_env_spec;
 
 /** Reports an error from env code; the core raises it in Python after the call, naming the env. */

@@ -54,6 +54,8 @@ inline void validate_spec(const shoal_env_spec& spec) {
         fail("env_size is smaller than shoal_env; is `shoal_env base` the first member?");
     if (spec.env_align == 0 || (spec.env_align & (spec.env_align - 1)) != 0) fail("env_align must be a power of two");
     if (!spec.init || !spec.reset || !spec.step) fail("init, reset and step callbacks are required");
+    if (spec.take_log && !spec.step_range)
+        fail("take_log needs the spec's own step_range (the core's loop tallies episodes in the core)");
     if (spec.num_agents < 1) fail("num_agents must be >= 1");
     (void)dtype_size(spec.obs_dtype);
     if (spec.obs_ndim < 1 || spec.obs_ndim > SHOAL_MAX_OBS_DIMS) fail("obs_ndim must be in [1, 3]");
@@ -184,7 +186,8 @@ public:
         : spec_(spec),
           num_envs_(num_envs),
           max_episode_steps_(uint32_t(max_episode_steps)),
-          tallies_(num_envs, size_t(spec.num_stats > 0 ? spec.num_stats : 0)),
+          // An env that keeps its own log (take_log) tallies nothing here: collecting skips the arrays.
+          tallies_(spec.take_log ? 0 : num_envs, size_t(spec.num_stats > 0 ? spec.num_stats : 0)),
           errors_(static_cast<char*>(std::calloc(std::max<size_t>(num_envs, 1), SHOAL_ERROR_CAPACITY)), &std::free) {
         if (!errors_) throw std::bad_alloc();
         validate_spec(spec);
@@ -255,16 +258,7 @@ public:
     /// autoreset), compiled into the env's own file when its spec has step_range.
     /// Returns how many episodes ended in the range.
     uint64_t step_range(size_t begin, size_t end) noexcept {
-        shoal_range range;
-        range.envs = memory_ + begin * stride_;
-        range.stride = stride_;
-        range.count = end - begin;
-        range.final_observations = final_observations_ + begin * size_t(spec_.num_agents) * observation_bytes_;
-        range.observation_bytes = observation_bytes_;
-        range.num_agents = spec_.num_agents;
-        range.max_episode_steps = max_episode_steps_;
-        range.failed = 0;
-        tallies_.attach(range, begin);
+        shoal_range range = make_range(begin, end);
         const uint64_t episodes =
             spec_.step_range ? spec_.step_range(&range) : shoal_step_envs(&range, spec_.step, spec_.reset);
         if (range.failed) any_failed_.store(true, std::memory_order_relaxed);
@@ -291,10 +285,38 @@ public:
     /// Sums and clears the tallies of every env (call between steps, not during).
     [[nodiscard]] EpisodeTally collect_log() noexcept { return collect_log(0, num_envs_); }
 
-    /// Sums and clears the tallies of envs [begin, end) (not while that range is being stepped).
-    [[nodiscard]] EpisodeTally collect_log(size_t begin, size_t end) noexcept { return tallies_.take(begin, end); }
+    /// Sums and clears the tallies of envs [begin, end), and the logs they keep themselves (spec take_log);
+    /// not while that range is being stepped.
+    [[nodiscard]] EpisodeTally collect_log(size_t begin, size_t end) noexcept {
+        if (!spec_.take_log) return tallies_.take(begin, end);
+        EpisodeTally total;
+        shoal_range range = make_range(begin, end);
+        spec_.take_log(&range, total.stat_sums, &total.episodes);
+        return total;
+    }
 
 private:
+    /// Envs [begin, end) as env.h's step loop (and the spec's take_log) sees them.
+    shoal_range make_range(size_t begin, size_t end) noexcept {
+        shoal_range range;
+        range.envs = memory_ + begin * stride_;
+        range.stride = stride_;
+        range.count = end - begin;
+        range.final_observations = final_observations_ + begin * size_t(spec_.num_agents) * observation_bytes_;
+        range.observation_bytes = observation_bytes_;
+        range.num_agents = spec_.num_agents;
+        range.max_episode_steps = max_episode_steps_;
+        range.failed = 0;
+        if (spec_.take_log) {  // the env keeps its log itself: no tallies
+            range.return_sums = range.length_sums = range.stat_sums = nullptr;
+            range.episode_counts = nullptr;
+            range.num_stats = spec_.num_stats;
+        } else {
+            tallies_.attach(range, begin);
+        }
+        return range;
+    }
+
     void write_params(shoal_env* base, const double* values) const noexcept {
         unsigned char* bytes = reinterpret_cast<unsigned char*>(base);
         for (int32_t p = 0; p < spec_.num_params; ++p) {

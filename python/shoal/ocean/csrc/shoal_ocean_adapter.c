@@ -18,9 +18,10 @@
  * vector reset.
  *
  * Episodes: an Ocean env resets itself inside c_step and reports finished episodes by adding
- * to its Log (log.n counts them). After a step that raised log.n, the loop hands my_log's values
- * to shoal's stats (slot 0 is n), clears the Log as PufferLib's vec_log does and counts one shoal
- * episode. An agent whose terminal is set gets its observation copied to the final-observation
+ * to its Log (log.n counts them). A step that raised log.n counts one shoal episode; the Log stays
+ * in the env, summing, as in PufferLib, until the core collects the log (the spec's take_log: my_log's
+ * values become shoal's stats, slot 0 is n, and the Log is cleared as PufferLib's vec_log clears
+ * it). An agent whose terminal is set gets its observation copied to the final-observation
  * buffer: that is what the env shows after the step (usually its next episode's first). Time
  * limits are the env's own (terminals); shoal truncates only when given max_episode_steps: then an
  * env that ran that many steps since its last logged episode end is truncated and reset (c_reset).
@@ -87,6 +88,7 @@ enum { SHOAL_OCEAN_NUM_PARAMS = 0 SHOAL_OCEAN_PARAMS(SHOAL_OCEAN_COUNT_PARAM) };
 #define SHOAL_OCEAN_COUNT_STAT(NAME) +1
 enum { SHOAL_OCEAN_NUM_STATS = 0 SHOAL_OCEAN_STATS(SHOAL_OCEAN_COUNT_STAT) };
 _Static_assert(SHOAL_OCEAN_NUM_STATS <= SHOAL_MAX_STATS, "shoal.ocean: too many stats");
+_Static_assert(sizeof(Log) % sizeof(float) == 0, "shoal.ocean: the env's Log must hold floats only (as PufferLib's vec_log assumes)");
 
 /* Where the Env starts. A step touches the binding's Env and the adapter's hot fields after it,
  * and reads log.n; the rest of the Log only at an episode end. In an Env that starts with its Log
@@ -105,11 +107,12 @@ typedef struct shoal_ocean_env {
     unsigned char lead[SHOAL_OCEAN_LEAD_BYTES]; /* unused */
     Env env;
     unsigned char initialized; /* my_init ran (at the first reset) */
+    uint32_t episode_steps;    /* steps that ended an episode since the log was last taken */
+    float seen_n;              /* the Log's n after the last of those steps */
     /* The env's `actions` when it reads floats of discrete actions (SHOAL_OCEAN_CONVERT_ACTIONS). */
     float float_actions[SHOAL_OCEAN_CONVERT_ACTIONS ? SHOAL_OCEAN_ACTION_COUNT : 1];
     shoal_ocean_value params[SHOAL_OCEAN_NUM_PARAMS]; /* written by the core before init */
     shoal_ocean_arena arena;                          /* what my_init allocated */
-    const char* stat_keys[SHOAL_OCEAN_NUM_STATS];     /* my_log's key pointers, per stats slot */
 } shoal_ocean_env;
 
 static shoal_ocean_arena* shoal_ocean_arena_of(shoal_env* env) {
@@ -170,13 +173,37 @@ static void shoal_ocean_reset(shoal_ocean_env* w) {
     c_reset(&w->env);
 }
 
-/* Moves the env's Log into shoal's stats and clears it (as PufferLib's vec_log does). */
-static void shoal_ocean_take_log(shoal_ocean_env* w) {
-    PyObject dict = {.slots = w->base.stats, .slot_names = shoal_ocean_stat_names, .slot_keys = w->stat_keys,
-                     .count = SHOAL_OCEAN_NUM_STATS};
-    my_log(&dict, &w->env.log);
-    w->base.stats[0] = w->env.log.n;
-    memset(&w->env.log, 0, sizeof(Log));
+/* The spec's take_log, PufferLib's vec_log over the envs of `range`: the Logs of the envs that ended
+ * an episode since the last call, summed field by field (a Log is floats only, as vec_log assumes),
+ * go through my_log once; its values become shoal's stats (slot 0: n) and those Logs are cleared.
+ * The Log of an env that ended nothing since is left alone: it belongs to episodes still running. */
+static void shoal_ocean_take_log(shoal_range* range, double* stat_sums, uint64_t* episodes) {
+    enum { FIELDS = sizeof(Log) / sizeof(float) };
+    double sums[FIELDS] = {0};
+    uint64_t ended = 0;
+    unsigned char* bytes = range->envs;
+    for (size_t i = 0; i < range->count; ++i, bytes += range->stride) {
+        shoal_ocean_env* w = (shoal_ocean_env*)bytes;
+        if (w->episode_steps == 0) continue;
+        float fields[FIELDS];
+        memcpy(fields, &w->env.log, sizeof fields);
+        for (int k = 0; k < FIELDS; ++k) sums[k] += fields[k];
+        ended += w->episode_steps;
+        memset(&w->env.log, 0, sizeof(Log));
+        w->seen_n = 0;
+        w->episode_steps = 0;
+    }
+    if (ended == 0) return;
+    float fields[FIELDS];
+    for (int k = 0; k < FIELDS; ++k) fields[k] = (float)sums[k];
+    Log total;
+    memcpy(&total, fields, sizeof total);
+    float stats[SHOAL_MAX_STATS] = {0};
+    PyObject dict = {.slots = stats, .slot_names = shoal_ocean_stat_names, .count = SHOAL_OCEAN_NUM_STATS};
+    my_log(&dict, &total);
+    stats[0] = total.n;
+    for (int s = 0; s < SHOAL_OCEAN_NUM_STATS; ++s) stat_sums[s] += stats[s];
+    *episodes += ended;
 }
 
 /* One c_step of the env, its discrete actions converted first if it reads floats; 0 (and an env
@@ -202,7 +229,8 @@ static int shoal_ocean_step(shoal_ocean_env* w) {
 }
 
 /* The rare part of a step, out of the hot loop: env `i` of `range` terminated an agent, logged an
- * episode (`logged`) or reached shoal's time limit (`truncated`). Returns the shoal episodes ended. */
+ * episode (`logged`) or reached shoal's time limit (`truncated`). Returns the shoal episodes ended
+ * (counted in the env, whose Log keeps their stats until the core takes it). */
 static SHOAL_OUT_OF_LINE uint64_t shoal_ocean_finish_step(shoal_range* range, size_t i, shoal_ocean_env* w,
                                                           int logged, int truncated) {
     /* The spec's obs_shape and obs_dtype give the core's range->observation_bytes; as a constant, a
@@ -215,11 +243,8 @@ static SHOAL_OUT_OF_LINE uint64_t shoal_ocean_finish_step(shoal_range* range, si
         if (w->base.terminals[a] | w->base.truncations[a])
             memcpy(finals + a * observation_bytes, observations + a * observation_bytes, observation_bytes);
     if (!logged && !truncated) return 0;
-    if (logged) shoal_ocean_take_log(w);
-    const size_t num_stats = (size_t)range->num_stats;
-    for (size_t s = 0; s < num_stats; ++s) range->stat_sums[i * num_stats + s] += w->base.stats[s];
-    range->episode_counts[i] += 1;
-    memset(w->base.stats, 0, sizeof w->base.stats);
+    w->seen_n = w->env.log.n;
+    w->episode_steps += 1;
     w->base.tick = 0;
     if (truncated && !logged) c_reset(&w->env);
     return 1;
@@ -242,7 +267,7 @@ static inline SHOAL_ALWAYS_INLINE uint64_t shoal_ocean_step_envs(shoal_range* ra
         const unsigned char* terminals = (const unsigned char*)w->env.terminals;
         unsigned ended = 0;
         for (size_t a = 0; a < agents; ++a) ended |= terminals[a];
-        const int logged = w->env.log.n != 0.0f;
+        const int logged = w->env.log.n != w->seen_n;
         const int truncated = limit != 0 && ++w->base.tick >= limit;
         if (__builtin_expect(ended | logged | truncated, 0))
             episodes += shoal_ocean_finish_step(range, i, w, logged, truncated);
@@ -313,6 +338,7 @@ static const shoal_env_spec shoal_ocean_spec = {
     .stat_names = shoal_ocean_stat_names,
     .num_stats = SHOAL_OCEAN_NUM_STATS,
     .close = shoal_ocean_close,
+    .take_log = shoal_ocean_take_log,
 };
 
 #define SHOAL_OCEAN_EXPORT(NAME) SHOAL_EXPORT_ENV(NAME, shoal_ocean_spec)

@@ -22,8 +22,6 @@ struct PyObject {
     int count;
     float* slots;             /* a log dict: where each named value goes ... */
     const char* const* slot_names; /* ... slot_names[0, count) */
-    const char** slot_keys;   /* ... and the key pointers my_log used for them last time (or NULL) */
-    int last_slot;            /* a log dict: the slot assign_to_dict wrote last */
     shoal_env* owner;         /* the env that receives errors */
 };
 
@@ -45,30 +43,11 @@ static inline SHOAL_UNUSED double unpack(PyObject* kwargs, const char* key) {
     return 1;
 }
 
-/* Writes a Log value into the stats slot of that name; values without a slot are not kept.
- * my_log passes the same string literals every time, in the order its stats slots were made from
- * (shoal.ocean.build.log_keys, with "n" moved first), so the slot after the last one written is
- * tried first, then every slot by pointer, then by name. */
+/* Writes a Log value into the stats slot of that name; values without a slot are not kept. */
 static inline SHOAL_UNUSED int assign_to_dict(PyObject* dict, const char* key, float value) {
-    if (dict->slot_keys) {
-        const int next = dict->last_slot + 1 < dict->count ? dict->last_slot + 1 : 0;
-        if (dict->slot_keys[next] == key) {
-            dict->slots[next] = value;
-            dict->last_slot = next;
-            return 0;
-        }
-        for (int i = 0; i < dict->count; ++i)
-            if (dict->slot_keys[i] == key) {
-                dict->slots[i] = value;
-                dict->last_slot = i;
-                return 0;
-            }
-    }
     for (int i = 0; i < dict->count; ++i)
         if (strcmp(dict->slot_names[i], key) == 0) {
-            if (dict->slot_keys) dict->slot_keys[i] = key;
             dict->slots[i] = value;
-            dict->last_slot = i;
             return 0;
         }
     return 0;
