@@ -98,7 +98,7 @@ def release_gil() -> None:
     """
     Does nothing with the GIL released: the bare cost of a native call, the baseline of Python's share.
     """
-ABI_VERSION: int = 2
+ABI_VERSION: int = 3
 CACHE_LINE_BYTES: int = 64
 ENV_BASE_SIZE: int = 136
 __version__: str = '0.1.0'
