@@ -205,6 +205,29 @@ def test_each_report_averages_the_episodes_ended_since_the_last(env_class, threa
     assert reports >= 10 and len(window) < num_envs
 
 
+def test_time_limit_reset_keeps_the_episodes_the_log_holds():
+    """logreset's c_reset clears its Log (as snake's does). The env logs a one-step episode, then runs
+    into shoal's time limit (3 steps), four times before the log is collected: the c_reset of each
+    truncation must neither lose the episodes the Log holds nor hide the next one. (The native vector
+    is stepped directly: the vector collects its log only once as many episodes as envs have ended.)"""
+    cls = ocean.env_class("logreset", TEST_TREE)
+    env = cls(num_envs=1, max_episode_steps=3)
+    try:
+        env.reset(0)
+        vec = env._vec
+        vec.collect_log(0, 1)
+        pattern = [1, 0, 0, 0]  # a logged episode of length 1, then a truncation after 3 steps
+        for cycle in range(3):
+            ended = [vec.step_actions(np.array([action], dtype=np.int32)) for action in pattern * 4]
+            assert ended == [1, 0, 0, 1] * 4, f"cycle {cycle}"
+            log = vec.collect_log(0, 1)
+            # 8 shoal episodes (4 logged, 4 truncated); stats are sums over them divided by 8.
+            assert log["episodes"] == 8
+            assert (log["n"] * 8, log["score"] * 8) == (4, 4), f"cycle {cycle}"
+    finally:
+        env.close()
+
+
 def test_clock_and_pid_seeded_envs_are_deterministic(env_class):
     """rware calls srand(time(NULL)), terraform seeds from the clock and the pid: runs a second
     apart give the same trajectories, and another seed gives others."""

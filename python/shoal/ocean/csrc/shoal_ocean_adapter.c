@@ -163,14 +163,16 @@ static void shoal_ocean_first_reset(shoal_ocean_env* w) {
     w->initialized = 1;
 }
 
-/* The core's reset: a vector reset (the rows were just zeroed), or the end of an episode that shoal
- * truncated. Episodes the env ended itself never come here: it reset itself in c_step. */
+/* The core's reset, at a vector reset (the rows were just zeroed; the log collected next is
+ * discarded). Episodes the env ended itself never come here: it reset itself in c_step. A c_reset
+ * that clears the Log leaves n where the step loop next compares it. */
 static void shoal_ocean_reset(shoal_ocean_env* w) {
     if (!w->initialized) {
         shoal_ocean_first_reset(w);
         if (w->base.failed) return;
     }
     c_reset(&w->env);
+    w->seen_n = w->env.log.n;
 }
 
 /* The spec's take_log, PufferLib's vec_log over the envs of `range`: the Logs of the envs that ended
@@ -251,7 +253,13 @@ static SHOAL_OUT_OF_LINE uint64_t shoal_ocean_finish_step(shoal_range* range, si
     w->seen_n = w->env.log.n;
     w->episode_steps += 1;
     w->base.tick = 0;
-    if (truncated && !logged) c_reset(&w->env);
+    if (truncated && !logged) {
+        /* Some envs' c_reset clears their Log (snake's, cpr's): it still holds the episodes that ended
+         * before this one and are not collected yet. */
+        const Log kept = w->env.log;
+        c_reset(&w->env);
+        w->env.log = kept;
+    }
     return 1;
 }
 

@@ -1,0 +1,17 @@
+"""A test env in PufferLib's Ocean layout (its class is read by shoal, never imported)."""
+
+import gymnasium
+import numpy as np
+import pufferlib
+from pufferlib.ocean.logreset import binding
+
+
+class LogReset(pufferlib.PufferEnv):
+    def __init__(self, num_envs=1, render_mode=None, buf=None, seed=0):
+        self.single_observation_space = gymnasium.spaces.Box(low=0, high=np.inf, shape=(1,), dtype=np.float32)
+        self.single_action_space = gymnasium.spaces.Discrete(2)
+        self.num_agents = num_envs
+        super().__init__(buf)
+        self.c_envs = binding.vec_init(
+            self.observations, self.actions, self.rewards, self.terminals, self.truncations, num_envs, seed
+        )
