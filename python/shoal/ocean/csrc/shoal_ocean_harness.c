@@ -48,6 +48,12 @@ static const double harness_defaults[] = {SHOAL_OCEAN_PARAMS(HARNESS_VALUE)};
 static const int32_t obs_shape[] = SHOAL_OCEAN_OBS_SHAPE;
 static const int32_t action_nvec[] = SHOAL_OCEAN_ACTION_NVEC;
 
+/* The envs here are not shoal's: a rendering stub called by env code has no env to report to. */
+static shoal_env* shoal_ocean_env_of_rng(shoal_rng* rng) {
+    (void)rng;
+    return NULL;
+}
+
 static void die(const char* what) {
     fprintf(stderr, "harness: %s\n", what);
     exit(2);

@@ -14,11 +14,15 @@
  * after a range instead of reading every env's `failed` flag. */
 static SHOAL_THREAD_LOCAL unsigned shoal_ocean__failures SHOAL_UNUSED SHOAL_TLS_ONE_LOAD;
 
+/* The env that owns `rng`, or NULL: defined by the file that includes this one (the adapter knows
+ * where its env struct keeps the stream). */
+static shoal_env* shoal_ocean_env_of_rng(shoal_rng* rng);
+
 /* The env whose callback runs on this thread: the owner of the rng that rand() draws from (the
  * adapter routes rand() to every env it calls into, so the route is also the env). */
 static inline SHOAL_UNUSED shoal_env* shoal_ocean_current(void) {
     shoal_rng* rng = shoal__current_rng;
-    return rng ? (shoal_env*)(void*)((char*)rng - offsetof(shoal_env, rng)) : NULL;
+    return rng ? shoal_ocean_env_of_rng(rng) : NULL;
 }
 
 static inline SHOAL_UNUSED void shoal_ocean_fail(shoal_env* env, const char* message, const char* detail) {
