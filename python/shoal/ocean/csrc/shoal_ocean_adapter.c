@@ -6,9 +6,9 @@
  *   SHOAL_OCEAN_BINDING  the env's binding.c, staged unmodified beside shoal's env_binding.h.
  *
  * The env struct of the binding (`Env`) lives inside shoal's own struct after `shoal_env base`.
- * Its buffer pointers are the env's rows of shoal's buffers; rand() is the env's shoal stream
- * (SHOAL_REPLACE_RAND, and random() likewise; srand() is a no-op, so clock- or pid-seeded envs
- * stay deterministic).
+ * Its buffer pointers are the env's rows of shoal's buffers; rand() and random() draw from the
+ * env's own stream, seeded from its shoal stream (shoal_ocean_runtime.h; srand() is a no-op, so
+ * clock- or pid-seeded envs stay deterministic).
  *
  * Stepping: the spec's step_range is this file's own loop (shoal_ocean_step_range), PufferLib's
  * vec_step `for i: c_step(&envs[i])` with only what shoal's contract adds to it. The env writes its
@@ -27,11 +27,7 @@
  * env that ran that many steps since its last logged episode end is truncated and reset (c_reset).
  * shoal's own episode return and length are not kept: infos report the env's Log.
  */
-#define SHOAL_REPLACE_RAND
 #include <shoal/env.h>
-/* BSD random()/srandom() are the same process-global generator under another name. */
-#define random() shoal_rand()
-#define srandom(seed) ((void)(seed))
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -39,6 +35,13 @@
 #include <math.h>
 
 #include "shoal_ocean_runtime.h"
+/* The env's stream; BSD random()/srandom() are the same process-global generator under another name. */
+#undef rand
+#undef srand
+#define rand() shoal_ocean_rand()
+#define srand(seed) ((void)(seed))
+#define random() shoal_ocean_rand()
+#define srandom(seed) ((void)(seed))
 #include "shoal_ocean_arena.h"
 /* The binding's allocations, after the headers that declare the real functions (see the arena). */
 #define malloc(size) shoal_ocean_malloc(size)
@@ -90,37 +93,42 @@ enum { SHOAL_OCEAN_NUM_STATS = 0 SHOAL_OCEAN_STATS(SHOAL_OCEAN_COUNT_STAT) };
 _Static_assert(SHOAL_OCEAN_NUM_STATS <= SHOAL_MAX_STATS, "shoal.ocean: too many stats");
 _Static_assert(sizeof(Log) % sizeof(float) == 0, "shoal.ocean: the env's Log must hold floats only (as PufferLib's vec_log assumes)");
 
-/** What the adapter touches only when the env ends an episode, kept right before the Env. */
+/* The layout. A step touches the binding's Env and the adapter's `seen_n` right after it; an
+ * episode end also the rest of the Log, rand()'s state and the episode count. Every line more that
+ * an episode end touches is a miss (4096 envs stepped from C, 9 interleaved repeats each): squared's
+ * touched five lines of its 320-byte struct, 14.0 ns a step, against 12.8 with two; cartpole's
+ * rand() state and count on a line of their own cost 31.2 ns a step, against 30.5 in its Env's last
+ * line (an 8-byte state, see shoal_ocean_runtime.h, is what fits there).
+ *   - Where the Env starts: in an Env that starts with its Log (PufferLib's template), log.n begins
+ *     a cache line, so that a step stays within as few lines as its hot bytes need (squared's one,
+ *     not two); any other Env begins a line.
+ *   - rand()'s state and the episode count go right after `seen_n` if they fit in the Env's last
+ *     line (cartpole), else right before the Env, in the line of a template Env's first Log fields
+ *     (squared). Both places exist; the other one is unused.
+ * The lead is never empty (a zero-length array is not standard C). */
 typedef struct shoal_ocean_episode_fields {
-    /* The env's rand() stream: a copy of base.rng taken at each reset, which the core seeds right
-     * before (reset_range). base.rng's own lines are touched nowhere else in an Ocean step. */
-    shoal_rng rng;
+    uint64_t rand_state;
     uint32_t episode_steps; /* steps that ended an episode since the log was last taken */
 } shoal_ocean_episode_fields;
 
-/* Where the Env starts. A step touches the binding's Env and the adapter's hot fields after it,
- * and reads log.n; the rest of the Log, rand()'s stream and the episode count only at an episode
- * end. In an Env that starts with its Log (PufferLib's template), log.n begins a cache line, so
- * that an env's step stays within as few lines as its hot bytes need (squared's one, not two), and
- * the episode fields share the line of the Log's first fields; any other Env begins a line. An
- * episode end of squared touched five lines of its 320-byte struct (4096 envs: 14.0 ns a step
- * from C, against 12.9 with this layout, 9 interleaved repeats). The lead is never empty (a
- * zero-length array is not standard C). */
 enum {
     SHOAL_OCEAN_HOT_START = offsetof(Env, log) == 0 ? offsetof(Log, n) : 0,
     SHOAL_OCEAN_LEAD_BYTES =
         64 - (sizeof(shoal_env) + sizeof(shoal_ocean_episode_fields) + SHOAL_OCEAN_HOT_START) % 64,
 };
 
-/** shoal's env struct around the binding's: the core's fields, the episode fields, the Env, the
- * adapter's hot fields right after it, cold fields last. */
+/** shoal's env struct around the binding's: the core's fields, the Env with the adapter's hot
+ * fields around it, cold fields last. */
 typedef struct shoal_ocean_env {
     shoal_env base; /* Required first member (shoal/env.h) */
     unsigned char lead[SHOAL_OCEAN_LEAD_BYTES]; /* unused */
-    shoal_ocean_episode_fields episode;
+    shoal_ocean_episode_fields before;
     Env env;
-    float seen_n;              /* the Log's n after the last step that ended an episode */
-    unsigned char initialized; /* my_init ran (at the first reset) */
+    /* The Log's n after the last step that ended an episode; SHOAL_OCEAN_UNINITIALIZED (a NaN) until
+     * the first reset has run my_init, so that the step loop reads one field for both. */
+    float seen_n;
+    uint32_t episode_steps_after; /* the episode fields, where they fit in the Env's last line */
+    uint64_t rand_state_after;
     /* The env's `actions` when it reads floats of discrete actions (SHOAL_OCEAN_CONVERT_ACTIONS). */
     float float_actions[SHOAL_OCEAN_CONVERT_ACTIONS ? SHOAL_OCEAN_ACTION_COUNT : 1];
     shoal_ocean_value params[SHOAL_OCEAN_NUM_PARAMS]; /* written by the core before init */
@@ -131,13 +139,34 @@ static shoal_ocean_arena* shoal_ocean_arena_of(shoal_env* env) {
     return &((shoal_ocean_env*)(void*)env)->arena;
 }
 
-static shoal_env* shoal_ocean_env_of_rng(shoal_rng* rng) {
-    return &((shoal_ocean_env*)(void*)((char*)rng - offsetof(shoal_ocean_env, episode.rng)))->base;
+/* Where rand()'s state and the episode count are (see the layout). */
+#define SHOAL_OCEAN_LINE(OFFSET) ((OFFSET) / 64)
+enum {
+    SHOAL_OCEAN_EPISODE_AFTER = SHOAL_OCEAN_LINE(offsetof(shoal_ocean_env, rand_state_after) + 7) ==
+                                SHOAL_OCEAN_LINE(offsetof(shoal_ocean_env, env) + sizeof(Env) - 1),
+    SHOAL_OCEAN_RAND_STATE_OFFSET = SHOAL_OCEAN_EPISODE_AFTER ? offsetof(shoal_ocean_env, rand_state_after)
+                                                              : offsetof(shoal_ocean_env, before.rand_state),
+};
+#define SHOAL_OCEAN_RAND_STATE(w) (SHOAL_OCEAN_EPISODE_AFTER ? &(w)->rand_state_after : &(w)->before.rand_state)
+#define SHOAL_OCEAN_EPISODE_STEPS(w) \
+    (*(SHOAL_OCEAN_EPISODE_AFTER ? &(w)->episode_steps_after : &(w)->before.episode_steps))
+
+static shoal_env* shoal_ocean_env_of_rand_state(uint64_t* state) {
+    return &((shoal_ocean_env*)(void*)((char*)state - SHOAL_OCEAN_RAND_STATE_OFFSET))->base;
+}
+
+#define SHOAL_OCEAN_UNINITIALIZED 0x7fc0beefu /* a quiet NaN's bits: no Log count */
+
+/* my_init ran: the env can step. Compared as bits, whatever the float flags. */
+static inline SHOAL_ALWAYS_INLINE int shoal_ocean_initialized(const shoal_ocean_env* w) {
+    uint32_t bits;
+    memcpy(&bits, &w->seen_n, sizeof bits);
+    return bits != SHOAL_OCEAN_UNINITIALIZED;
 }
 
 /* Routes rand() (and shoal_ocean_current()) to the env. */
 static inline SHOAL_ALWAYS_INLINE void shoal_ocean_route(shoal_ocean_env* w) {
-    shoal__current_rng = &w->episode.rng;
+    shoal_ocean__rand_state = SHOAL_OCEAN_RAND_STATE(w);
 }
 
 #define SHOAL_OCEAN_PARAM_NAME(NAME, TYPE, DEFAULT, INDEX) NAME,
@@ -159,7 +188,8 @@ static void shoal_ocean_point_buffers(shoal_ocean_env* w) {
 }
 
 static int shoal_ocean_init(shoal_ocean_env* w) {
-    (void)w;
+    const uint32_t uninitialized = SHOAL_OCEAN_UNINITIALIZED; /* my_init runs at the first reset */
+    memcpy(&w->seen_n, &uninitialized, sizeof w->seen_n);
     return 0;
 }
 
@@ -174,21 +204,21 @@ static void shoal_ocean_first_reset(shoal_ocean_env* w) {
         entries[i].number = shoal_ocean_param_types[i] == SHOAL_PARAM_INT32 ? (double)w->params[i].i
                                                                             : (double)w->params[i].f;
     }
-    entries[SHOAL_OCEAN_NUM_PARAMS] = (PyObject){.name = "seed", .number = (double)(shoal_rng_next(&w->episode.rng) >> 1)};
+    entries[SHOAL_OCEAN_NUM_PARAMS] = (PyObject){.name = "seed", .number = (double)shoal_ocean_rand()};
     PyObject kwargs = {.entries = entries, .count = SHOAL_OCEAN_NUM_PARAMS + 1, .owner = &w->base};
     PyObject args = {.owner = &w->base};
     memset(&w->env.log, 0, sizeof(Log));
     shoal_ocean__filling = &w->arena;
     my_init(&w->env, &args, &kwargs);
     shoal_ocean__filling = NULL;
-    w->initialized = 1;
+    w->seen_n = 0; /* not NaN: initialized */
 }
 
 /* The core's reset, at a vector reset (the rows were just zeroed; the log collected next is
  * discarded). Episodes the env ended itself never come here: it reset itself in c_step. A c_reset
  * that clears the Log leaves n where the step loop next compares it. */
 static void shoal_ocean_reset(shoal_ocean_env* w) {
-    if (!w->initialized) {
+    if (!shoal_ocean_initialized(w)) {
         shoal_ocean_first_reset(w);
         if (w->base.failed) return;
     }
@@ -207,14 +237,14 @@ static void shoal_ocean_take_log(shoal_range* range, double* stat_sums, uint64_t
     unsigned char* bytes = range->envs;
     for (size_t i = 0; i < range->count; ++i, bytes += range->stride) {
         shoal_ocean_env* w = (shoal_ocean_env*)bytes;
-        if (w->episode.episode_steps == 0) continue;
+        if (SHOAL_OCEAN_EPISODE_STEPS(w) == 0) continue;
         float fields[FIELDS];
         memcpy(fields, &w->env.log, sizeof fields);
         for (int k = 0; k < FIELDS; ++k) sums[k] += fields[k];
-        ended += w->episode.episode_steps;
+        ended += SHOAL_OCEAN_EPISODE_STEPS(w);
         memset(&w->env.log, 0, sizeof(Log));
         w->seen_n = 0;
-        w->episode.episode_steps = 0;
+        SHOAL_OCEAN_EPISODE_STEPS(w) = 0;
     }
     if (ended == 0) return;
     float fields[FIELDS];
@@ -240,7 +270,7 @@ static inline SHOAL_ALWAYS_INLINE void shoal_ocean_convert_actions(shoal_ocean_e
 /* One c_step of the env (its actions converted already); 0 (and an env failure) if it cannot step
  * yet: before its first reset, my_init has not run. */
 static inline SHOAL_ALWAYS_INLINE int shoal_ocean_c_step(shoal_ocean_env* w) {
-    if (__builtin_expect(!w->initialized, 0)) {
+    if (__builtin_expect(!shoal_ocean_initialized(w), 0)) {
         shoal_ocean_fail(&w->base, "%s", "stepped before its first reset");
         return 0;
     }
@@ -278,7 +308,7 @@ static SHOAL_OUT_OF_LINE uint64_t shoal_ocean_finish_step(shoal_range* range, si
     }
     if (!logged && !truncated) return 0;
     w->seen_n = w->env.log.n;
-    w->episode.episode_steps += 1;
+    SHOAL_OCEAN_EPISODE_STEPS(w) += 1;
     if (limit) w->base.tick = 0;
     if (truncated && !logged) {
         /* Some envs' c_reset clears their Log (snake's, cpr's): it still holds the episodes that ended
@@ -328,7 +358,7 @@ static uint64_t shoal_ocean_step_range(shoal_range* range) {
 static void shoal_ocean_close(void* env) {
     shoal_ocean_env* w = (shoal_ocean_env*)env;
     shoal_ocean_route(w);
-    if (w->initialized) c_close(&w->env);
+    if (shoal_ocean_initialized(w)) c_close(&w->env);
     shoal_ocean_arena_release(&w->arena);
 }
 
@@ -340,7 +370,7 @@ static int shoal_ocean_init_callback(void* env) {
 }
 static void shoal_ocean_reset_callback(void* env) {
     shoal_ocean_env* w = (shoal_ocean_env*)env;
-    w->episode.rng = w->base.rng; /* just seeded by the core */
+    *SHOAL_OCEAN_RAND_STATE(w) = shoal_ocean_rand_seed(&w->base.rng); /* just seeded by the core */
     shoal_ocean_route(w);
     shoal_ocean_reset(w);
 }

@@ -16,14 +16,7 @@
  *       (wall time, then the thread's CPU time, which leaves out what other processes took);
  *       rand() is libc's, seeded with srand() as PufferLib does.
  */
-#ifdef SHOAL_OCEAN_HARNESS_SHOAL_RAND
-#define SHOAL_REPLACE_RAND
-#endif
 #include <shoal/env.h>
-#ifdef SHOAL_OCEAN_HARNESS_SHOAL_RAND
-#define random() shoal_rand()
-#define srandom(seed) ((void)(seed))
-#endif
 
 #include <math.h>
 #include <stdint.h>
@@ -33,6 +26,14 @@
 #include <time.h>
 
 #include "shoal_ocean_runtime.h"
+#ifdef SHOAL_OCEAN_HARNESS_SHOAL_RAND
+#undef rand
+#undef srand
+#define rand() shoal_ocean_rand()
+#define srand(seed) ((void)(seed))
+#define random() shoal_ocean_rand()
+#define srandom(seed) ((void)(seed))
+#endif
 #include SHOAL_OCEAN_CONFIG
 #include SHOAL_OCEAN_BINDING
 
@@ -49,8 +50,8 @@ static const int32_t obs_shape[] = SHOAL_OCEAN_OBS_SHAPE;
 static const int32_t action_nvec[] = SHOAL_OCEAN_ACTION_NVEC;
 
 /* The envs here are not shoal's: a rendering stub called by env code has no env to report to. */
-static shoal_env* shoal_ocean_env_of_rng(shoal_rng* rng) {
-    (void)rng;
+static shoal_env* shoal_ocean_env_of_rand_state(uint64_t* state) {
+    (void)state;
     return NULL;
 }
 
@@ -73,14 +74,14 @@ int main(int argc, char** argv) {
     const int box = SHOAL_OCEAN_ACTION_KIND == SHOAL_ACTION_BOX;
 
     Env* envs = calloc((size_t)num_envs, sizeof(Env));
-    shoal_rng* rngs = calloc((size_t)num_envs, sizeof(shoal_rng));
+    uint64_t* rand_states = calloc((size_t)num_envs, sizeof(uint64_t));
     unsigned char* observations = calloc((size_t)agents, obs_row);
     int32_t* int_actions = calloc((size_t)action_count, sizeof(int32_t));
     float* float_actions = calloc((size_t)action_count, sizeof(float));
     float* rewards = calloc((size_t)agents, sizeof(float));
     unsigned char* terminals = calloc((size_t)agents, 1);
-    if (!envs || !rngs || !observations || !int_actions || !float_actions || !rewards || !terminals) die("out of memory");
-    (void)rngs;
+    if (!envs || !rand_states || !observations || !int_actions || !float_actions || !rewards || !terminals) die("out of memory");
+    (void)rand_states;
 
     /* PufferLib's vec_init then vec_reset, env by env. */
     PyObject entries[HARNESS_NUM_PARAMS + 1];
@@ -98,9 +99,11 @@ int main(int argc, char** argv) {
             entries[p] = (PyObject){.name = harness_names[p], .number = harness_defaults[p]};
 #ifdef SHOAL_OCEAN_HARNESS_SHOAL_RAND
         /* As shoal does: the env's stream is seeded first, my_init's seed is its first draw. */
-        shoal_rng_seed(&rngs[i], shoal_env_seed(seed, (uint64_t)i));
-        shoal__current_rng = &rngs[i];
-        const double env_seed = (double)(shoal_rng_next(&rngs[i]) >> 1);
+        shoal_rng stream;
+        shoal_rng_seed(&stream, shoal_env_seed(seed, (uint64_t)i));
+        rand_states[i] = shoal_ocean_rand_seed(&stream);
+        shoal_ocean__rand_state = &rand_states[i];
+        const double env_seed = (double)shoal_ocean_rand();
 #else
         const double env_seed = (double)(i + (long)seed * num_envs);
         srand((unsigned)env_seed);
@@ -130,7 +133,7 @@ int main(int argc, char** argv) {
             }
             for (long i = 0; i < num_envs; ++i) {
 #ifdef SHOAL_OCEAN_HARNESS_SHOAL_RAND
-                shoal__current_rng = &rngs[i];
+                shoal_ocean__rand_state = &rand_states[i];
 #endif
                 c_step(&envs[i]);
             }
