@@ -87,17 +87,7 @@ class OceanEnv(NativeEnv):
             )
         return {name: model.init_kwargs.get(name, 0) for name, _ in info["params"]}
 
-    def _episode_infos(self, ended: int) -> list[dict]:
-        """A step's infos (step() and Multithreading's step_infos() both come here), reported as
-        PufferLib's vec_log reports them."""
-        infos = super()._episode_infos(ended)
-        return [self._report(log) for log in infos] if infos else infos
-
-    def wait(self, buffer: int) -> list[dict]:
-        """Pipelined stepping (num_buffers > 1): the buffer's infos, reported as step() reports them."""
-        return [self._report(log) for log in super().wait(buffer)]
-
-    def _report(self, log: dict) -> dict:
+    def _report_log(self, log: dict) -> dict:
         """PufferLib's vec_log from shoal's episode log: Log fields summed over the ended episodes,
         divided by their count n. (shoal's log averages each stat over its own episodes, the env
         steps that ended some; n is among the stats, so the ratio is PufferLib's mean.) The keys
