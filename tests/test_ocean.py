@@ -289,6 +289,24 @@ def test_raylib_called_outside_rendering_is_an_env_error(ocean_tree):
         env.close()
 
 
+@pytest.mark.parametrize("name", ["squared", "cartpole"])  # the adapter's two layouts (see its comment)
+def test_stepping_before_the_first_reset_is_an_env_error(env_class, name):
+    """my_init runs at the first reset: before it the env has no buffers, and the adapter must refuse
+    to step it (a closed env must not run c_close either), then step normally once reset."""
+    cls = env_class(name)
+    env = cls(num_envs=2)
+    try:
+        with pytest.raises(EnvError, match=r"env 0 \(.*\): stepped before its first reset; env 1"):
+            env.step(np.zeros(2, dtype=np.int32))
+        env.reset(0)
+        for _ in range(50):
+            env.step(np.ones(2, dtype=np.int32))
+        assert np.any(env.observations != 0)
+    finally:
+        env.close()
+    cls(num_envs=1).close()  # never reset: closed without c_close
+
+
 # ---- bad input -------------------------------------------------------------------------------------
 
 
