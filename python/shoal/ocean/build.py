@@ -259,9 +259,9 @@ def build_library(name: str, folder: Path, model: ClassModel) -> Library:
 
 def build_harness(library: Library, out: Path, shoal_rand: bool) -> Path:
     """A plain C program stepping the env as PufferLib's vec_step does (``for i: c_step(&envs[i])``),
-    from the library's staged sources, config and flags. ``shoal_rand``: rand() draws from the
-    env's shoal stream (to compare trajectories with shoal); else it is libc's global rand(), as
-    in PufferLib (for timing)."""
+    from the library's staged sources, config and flags. ``shoal_rand``: rand() draws from each
+    env's own stream, seeded as shoal seeds it (to compare trajectories with shoal); else it is
+    libc's global rand(), as in PufferLib (for timing)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     command = [
         compiler(),

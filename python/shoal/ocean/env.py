@@ -20,7 +20,8 @@ class OceanEnv(NativeEnv):
     when the class is made (``shoal.ocean.env_class``) or per vector (``env_kwargs``). Those that
     change the layout (spaces, agents per env) need a class made for them. ``my_init`` runs at an
     env's first reset, with ``seed`` (for envs that read it) and ``rand()`` drawn from the env's
-    shoal stream, so every backend and thread count builds the same envs.
+    own stream (seeded from the vector seed and the env's index), so every backend and thread count
+    builds the same envs.
 
     Episodes: the env resets itself inside ``c_step``, so the final observation of an ended
     episode is what the env shows after that step (usually the next episode's first). There are no

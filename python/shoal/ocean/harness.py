@@ -25,7 +25,8 @@ def _program(env_class: type[OceanEnv], workdir: Path, shoal_rand: bool) -> Path
 
 def trace(env_class: type[OceanEnv], num_envs: int, seed: int, actions: np.ndarray, workdir: Path) -> dict:
     """Observations after reset and per step, rewards and terminals per step, of ``num_envs`` envs
-    stepped by the harness with ``actions`` (steps, agents, ...); rand() is each env's shoal stream."""
+    stepped by the harness with ``actions`` (steps, agents, ...); rand() is each env's own stream,
+    seeded as shoal seeds it."""
     program = _program(env_class, workdir, shoal_rand=True)
     probe = env_class(num_envs=1)
     obs_space, agents = probe.single_observation_space, probe.num_agents * num_envs
