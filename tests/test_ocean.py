@@ -205,6 +205,37 @@ def test_each_report_averages_the_episodes_ended_since_the_last(env_class, threa
     assert reports >= 10 and len(window) < num_envs
 
 
+def test_reports_of_many_envs_are_the_same_on_every_thread_count(env_class):
+    """Above one collection block (NativeVec::kLogBlockEnvs, 256), the pool's threads take the blocks
+    of a report in parallel: every report must be bit-identical to T=0's and still average exactly
+    the episodes ended since the previous one."""
+    num_envs = 600  # blocks of 256, 256 and 88 envs
+    cls = env_class("cartpole")  # its Log holds fractions (perf) besides counts
+    runs = {}
+    for threads, schedule in ((0, "static"), (2, "static"), (3, "dynamic")):
+        with make(
+            cls, backend="Multithreading", num_envs=num_envs, max_num_threads=threads, schedule=schedule, seed=5
+        ) as vecenv:
+            actions = action_batches(vecenv, 120, seed=6)
+            vecenv.reset(5)
+            length = np.zeros(num_envs, dtype=np.int64)
+            window, reports = [], []
+            for t in range(120):
+                _, rewards, terminals, _, infos = vecenv.step(actions[t])
+                length += 1
+                window += [int(n) for n in length[terminals]]
+                length[terminals] = 0
+                for report in infos:
+                    assert report["n"] == len(window), f"T={threads} step {t}"
+                    assert report["episode_length"] == pytest.approx(np.mean(window), rel=1e-6), f"T={threads} step {t}"
+                    window = []
+                reports += infos
+        runs[threads, schedule] = reports
+    assert len(runs[0, "static"]) >= 3
+    for key, reports in runs.items():
+        assert reports == runs[0, "static"], key
+
+
 def test_time_limit_reset_keeps_the_episodes_the_log_holds():
     """logreset's c_reset clears its Log (as snake's does). The env logs a one-step episode, then runs
     into shoal's time limit (3 steps), four times before the log is collected: the c_reset of each

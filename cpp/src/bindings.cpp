@@ -167,6 +167,7 @@ public:
         pin_threads_ = pin_threads;
         vec_ = std::make_unique<shoal::NativeVec>(s, num_envs, params.data(), max_episode_steps, buffers);
         pool_ = std::make_unique<shoal::WorkerPool>(workers_for(num_threads), options);
+        log_blocks_.resize(shoal::NativeVec::log_blocks(0, num_envs));
         num_threads_ = num_threads;
         if (num_buffers == 0 || num_envs % num_buffers != 0)
             throw UsageError("num_envs must be divisible by num_buffers");
@@ -322,7 +323,7 @@ public:
     py::dict collect_log(size_t begin, size_t end) {
         Busy busy(*this);
         if (begin > end || end > vec_->num_envs()) throw UsageError("env range out of bounds");
-        const shoal::EpisodeTally tally = vec_->collect_log(begin, end);
+        const shoal::EpisodeTally tally = take_log(begin, end);
         py::dict log;
         log["episodes"] = tally.episodes;
         if (tally.episodes == 0) return log;
@@ -411,6 +412,27 @@ private:
         if (vec_->any_failed()) raise_env_error(vec_->take_failures());
     }
 
+    /// The log of envs [begin, end). Envs that keep their own log are read on the pool when there is
+    /// one and no pipeline steps meanwhile: each thread takes the blocks of the envs it steps (the
+    /// static schedule splits blocks as it splits envs), whose lines are in its own cache. squared,
+    /// 4096 envs at T=2: collecting on the caller alone cost 1.8 us a step, its walk reading the
+    /// worker's half from the other core. The result is the same as on one thread (NativeVec::collect_log).
+    shoal::EpisodeTally take_log(size_t begin, size_t end) {
+        const size_t blocks = shoal::NativeVec::log_blocks(begin, end);
+        if (!vec_->keeps_own_log() || pipeline_ || pool_->num_threads() == 0 || blocks < 2)
+            return vec_->collect_log(begin, end);
+        {
+            py::gil_scoped_release release;
+            auto body = [&](size_t first, size_t last) {
+                for (size_t b = first; b < last; ++b) log_blocks_[b] = vec_->take_log_block(begin, end, b);
+            };
+            pool_->parallel_for(blocks, body);
+        }
+        shoal::EpisodeTally total;
+        for (size_t b = 0; b < blocks; ++b) shoal::NativeVec::add(total, log_blocks_[b]);
+        return total;
+    }
+
     [[noreturn]] static void raise_env_error(const std::vector<std::string>& failures) {
         std::string message;
         for (const std::string& failure : failures) message += (message.empty() ? "" : "; ") + failure;
@@ -426,7 +448,8 @@ private:
     shoal::EpisodeCounter episodes_;  // episodes ended in the synchronous step under way
     std::unique_ptr<shoal::NativeVec> vec_;
     std::unique_ptr<shoal::WorkerPool> pool_;
-    std::unique_ptr<shoal::Pipeline> pipeline_;  // declared last: destroyed first
+    std::vector<shoal::EpisodeTally> log_blocks_;  // take_log's per-block parts, one per block of all envs
+    std::unique_ptr<shoal::Pipeline> pipeline_;    // declared last: destroyed first
     bool pin_threads_ = false;
     unsigned num_threads_ = 0;
     std::atomic<bool> busy_{false};

@@ -290,10 +290,37 @@ public:
     [[nodiscard]] EpisodeTally collect_log(size_t begin, size_t end) noexcept {
         if (!spec_.take_log) return tallies_.take(begin, end);
         EpisodeTally total;
-        shoal_range range = make_range(begin, end);
-        spec_.take_log(&range, total.stat_sums, &total.episodes);
+        for (size_t b = 0, blocks = log_blocks(begin, end); b < blocks; ++b) add(total, take_log_block(begin, end, b));
         return total;
     }
+
+    /// Envs that keep their own log (spec take_log) are collected in blocks of this many envs from the
+    /// range's first, each block summed on its own and the blocks added in order: the log is then the
+    /// same whichever threads take which blocks (see collect_log and the bindings' parallel collection).
+    static constexpr size_t kLogBlockEnvs = 256;
+
+    [[nodiscard]] static size_t log_blocks(size_t begin, size_t end) noexcept {
+        return (end - begin + kLogBlockEnvs - 1) / kLogBlockEnvs;
+    }
+
+    /// Block `b` of [begin, end)'s log (spec take_log), taken and cleared; blocks may be taken
+    /// concurrently by different threads.
+    [[nodiscard]] EpisodeTally take_log_block(size_t begin, size_t end, size_t b) noexcept {
+        EpisodeTally block;
+        const size_t first = begin + b * kLogBlockEnvs;
+        shoal_range range = make_range(first, std::min(end, first + kLogBlockEnvs));
+        spec_.take_log(&range, block.stat_sums, &block.episodes);
+        return block;
+    }
+
+    static void add(EpisodeTally& total, const EpisodeTally& part) noexcept {
+        total.return_sum += part.return_sum;
+        total.length_sum += part.length_sum;
+        for (size_t s = 0; s < SHOAL_MAX_STATS; ++s) total.stat_sums[s] += part.stat_sums[s];
+        total.episodes += part.episodes;
+    }
+
+    [[nodiscard]] bool keeps_own_log() const noexcept { return spec_.take_log != nullptr; }
 
 private:
     /// Envs [begin, end) as env.h's step loop (and the spec's take_log) sees them.
