@@ -429,7 +429,7 @@ private:
             pool_->parallel_for(blocks, body);
         }
         shoal::EpisodeTally total;
-        for (size_t b = 0; b < blocks; ++b) shoal::NativeVec::add(total, log_blocks_[b]);
+        for (size_t b = 0; b < blocks; ++b) total.add(log_blocks_[b]);
         return total;
     }
 

@@ -101,6 +101,13 @@ struct EpisodeTally {
     double length_sum = 0;
     double stat_sums[SHOAL_MAX_STATS] = {};
     uint64_t episodes = 0;
+
+    void add(const EpisodeTally& part) noexcept {
+        return_sum += part.return_sum;
+        length_sum += part.length_sum;
+        for (size_t s = 0; s < SHOAL_MAX_STATS; ++s) stat_sums[s] += part.stat_sums[s];
+        episodes += part.episodes;
+    }
 };
 
 /// Each env's episode sums, one array per quantity: collecting a log reads ~20 bytes per env
@@ -290,7 +297,7 @@ public:
     [[nodiscard]] EpisodeTally collect_log(size_t begin, size_t end) noexcept {
         if (!spec_.take_log) return tallies_.take(begin, end);
         EpisodeTally total;
-        for (size_t b = 0, blocks = log_blocks(begin, end); b < blocks; ++b) add(total, take_log_block(begin, end, b));
+        for (size_t b = 0, blocks = log_blocks(begin, end); b < blocks; ++b) total.add(take_log_block(begin, end, b));
         return total;
     }
 
@@ -311,13 +318,6 @@ public:
         shoal_range range = make_range(first, std::min(end, first + kLogBlockEnvs));
         spec_.take_log(&range, block.stat_sums, &block.episodes);
         return block;
-    }
-
-    static void add(EpisodeTally& total, const EpisodeTally& part) noexcept {
-        total.return_sum += part.return_sum;
-        total.length_sum += part.length_sum;
-        for (size_t s = 0; s < SHOAL_MAX_STATS; ++s) total.stat_sums[s] += part.stat_sums[s];
-        total.episodes += part.episodes;
     }
 
     [[nodiscard]] bool keeps_own_log() const noexcept { return spec_.take_log != nullptr; }

@@ -63,14 +63,13 @@ class EpisodeLog:
     def __init__(self, vec: _native.Vector, begin: int, end: int, report=None):
         self._vec = vec
         self.begin, self.end = begin, end
-        self._size = end - begin
         self._report = report
         self.episodes = 0
 
     def add(self, ended: int) -> list[dict]:
         """Counts ``ended`` more episodes; returns the aggregate once enough have ended, else []."""
         self.episodes += ended
-        if self.episodes < self._size:
+        if self.episodes < self.end - self.begin:
             return []
         self.episodes = 0
         log = self._vec.collect_log(self.begin, self.end)

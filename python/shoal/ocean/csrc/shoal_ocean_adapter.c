@@ -34,14 +34,8 @@
 #include <string.h>
 #include <math.h>
 
+#define SHOAL_OCEAN_OWN_RAND /* rand() is the env's stream */
 #include "shoal_ocean_runtime.h"
-/* The env's stream; BSD random()/srandom() are the same process-global generator under another name. */
-#undef rand
-#undef srand
-#define rand() shoal_ocean_rand()
-#define srand(seed) ((void)(seed))
-#define random() shoal_ocean_rand()
-#define srandom(seed) ((void)(seed))
 #include "shoal_ocean_arena.h"
 /* The binding's allocations, after the headers that declare the real functions (see the arena). */
 #define malloc(size) shoal_ocean_malloc(size)

@@ -25,15 +25,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "shoal_ocean_runtime.h"
 #ifdef SHOAL_OCEAN_HARNESS_SHOAL_RAND
-#undef rand
-#undef srand
-#define rand() shoal_ocean_rand()
-#define srand(seed) ((void)(seed))
-#define random() shoal_ocean_rand()
-#define srandom(seed) ((void)(seed))
+#define SHOAL_OCEAN_OWN_RAND /* rand() is each env's stream, as in shoal */
 #endif
+#include "shoal_ocean_runtime.h"
 #include SHOAL_OCEAN_CONFIG
 #include SHOAL_OCEAN_BINDING
 

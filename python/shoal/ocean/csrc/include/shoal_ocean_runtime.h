@@ -10,6 +10,7 @@
 #define SHOAL_OCEAN_RUNTIME_H
 
 #include <stdint.h>
+#include <stdlib.h>
 
 #include <shoal/env.h>
 
@@ -59,6 +60,18 @@ static inline SHOAL_UNUSED shoal_env* shoal_ocean_current(void) {
     uint64_t* state = shoal_ocean__rand_state;
     return state ? shoal_ocean_env_of_rand_state(state) : NULL;
 }
+
+/* A file that defines SHOAL_OCEAN_OWN_RAND before including this header (after the system headers)
+ * makes the binding's rand() and random() draw from the env's stream; BSD random()/srandom() are
+ * the same process-global generator under another name. */
+#ifdef SHOAL_OCEAN_OWN_RAND
+#undef rand
+#undef srand
+#define rand() shoal_ocean_rand()
+#define srand(seed) ((void)(seed))
+#define random() shoal_ocean_rand()
+#define srandom(seed) ((void)(seed))
+#endif
 
 static inline SHOAL_UNUSED void shoal_ocean_fail(shoal_env* env, const char* message, const char* detail) {
     if (!env || env->failed) return;
