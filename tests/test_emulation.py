@@ -661,3 +661,112 @@ def test_env_exceptions_propagate_unchanged():
         env.step(np.array([1], np.int32))
     with pytest.raises(RuntimeError, match="planned failure in reset"):
         wrap(make_raise_on_reset()).reset(seed=0)
+
+
+# ---- the native column writer of the batched step (shoal._native.write_box_steps) ----------------
+
+PLAIN_REWARDS = [
+    lambda v: float(v),
+    lambda v: np.float32(v),
+    lambda v: np.float64(v),
+    lambda v: int(round(v * 1000)),
+    lambda v: np.int32(round(v * 1000)),
+    lambda v: np.int64(round(v * 1e9)),
+]
+PLAIN_FLAGS = [bool, np.bool_]
+
+
+def output_rows(count: int, shape: tuple, fill: float = -7.0):
+    return (
+        np.full((count, *shape), fill, np.float32),
+        np.full(count, fill, np.float32),
+        np.zeros(count, bool),
+        np.ones(count, bool),
+    )
+
+
+def numpy_writes(results, rows) -> None:
+    """What the batched step wrote before the native writer: one numpy conversion per column."""
+    observations, rewards, terminals, truncations, _ = zip(*results)
+    for out, column in zip(rows, (observations, rewards, terminals, truncations)):
+        out[...] = column
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), count=st.integers(1, 20), shape=st.sampled_from([(3,), (2, 4)]))
+def test_native_writer_stores_plain_results_exactly_as_numpy_does(data, count, shape):
+    from shoal._native import write_box_steps
+
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    results = []
+    for _ in range(count):
+        dtype = data.draw(st.sampled_from([np.float32, np.float64]))  # float64 narrows to float32
+        observation = (rng.standard_normal(shape) * 1e3).astype(dtype)
+        reward = data.draw(st.sampled_from(PLAIN_REWARDS))(float(rng.standard_normal() * 1e3))
+        flags = [data.draw(st.sampled_from(PLAIN_FLAGS))(data.draw(st.booleans())) for _ in range(2)]
+        results.append((observation, reward, *flags, {}))
+    native, expected = output_rows(count, shape), output_rows(count, shape)
+    assert write_box_steps(results, *native) == -1
+    numpy_writes(results, expected)
+    for got, want in zip(native, expected):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))  # bit for bit
+
+
+NOT_PLAIN = {
+    "list observation": lambda r: ([1.0, 2.0, 3.0], *r[1:]),
+    "observation of another shape": lambda r: (np.zeros(4, np.float32), *r[1:]),
+    "integer observation": lambda r: (np.zeros(3, np.int64), *r[1:]),
+    "big-endian observation": lambda r: (np.zeros(3, ">f4"), *r[1:]),
+    "strided observation": lambda r: (np.zeros(6, np.float32)[::2], *r[1:]),
+    "ndarray subclass observation": lambda r: (np.ma.masked_array(np.zeros(3, np.float32)), *r[1:]),
+    "0-d array reward": lambda r: (r[0], np.array(2.5), *r[2:]),
+    "bool reward": lambda r: (r[0], True, *r[2:]),
+    "integer reward beyond 2**53": lambda r: (r[0], 2**60, *r[2:]),
+    "integer flag": lambda r: (*r[:2], 1, r[3], r[4]),
+    "0-d array flag": lambda r: (*r[:3], np.array(False), r[4]),
+    "a list, not a tuple": lambda r: list(r),
+    "four outputs": lambda r: r[:4],
+}
+
+
+@pytest.mark.parametrize("kind", sorted(NOT_PLAIN))
+@pytest.mark.parametrize("position", [0, 3])
+def test_native_writer_names_the_first_result_that_is_not_plain_and_writes_nothing(kind, position):
+    from shoal._native import write_box_steps
+
+    results = [(np.full(3, i, np.float32), float(i), False, True, {}) for i in range(5)]
+    results[position] = NOT_PLAIN[kind](results[position])
+    results[4] = NOT_PLAIN["0-d array reward"](results[4])  # a later odd result does not win
+    rows = output_rows(5, (3,))
+    untouched = [row.copy() for row in rows]
+    assert write_box_steps(results, *rows) == position
+    for row, before in zip(rows, untouched):
+        np.testing.assert_array_equal(row, before)
+
+
+def test_native_writer_rejects_output_arrays_of_the_wrong_layout():
+    from shoal._native import write_box_steps
+
+    results = [(np.zeros(3, np.float32), 0.0, False, False, {})] * 2
+    observations, rewards, terminals, truncations = output_rows(2, (3,))
+    with pytest.raises(ValueError, match="one row per result"):
+        write_box_steps(results, observations[:1], rewards, terminals, truncations)
+    with pytest.raises(ValueError, match="float32"):
+        write_box_steps(results, observations, rewards.astype(np.float64), terminals, truncations)
+    observations.flags.writeable = False
+    with pytest.raises(ValueError, match="writeable"):
+        write_box_steps(results, observations, rewards, terminals, truncations)
+
+
+def test_native_action_check_confirms_only_integer_arrays_in_range():
+    from shoal._native import int_actions_below
+
+    for dtype in (np.int8, np.uint8, np.int16, np.int32, np.uint32, np.int64, np.uint64):
+        assert int_actions_below(np.array([0, 1, 2], dtype), 3)
+        assert not int_actions_below(np.array([0, 3, 1], dtype), 3)
+    for negative in (np.int8, np.int32, np.int64):
+        assert not int_actions_below(np.array([1, -1], negative), 3)
+    assert not int_actions_below(np.array([0.0, 1.0]), 3)  # floats: the full check decides
+    assert not int_actions_below(np.arange(6, dtype=np.int32)[::2], 10)  # strided: likewise
+    assert int_actions_below(np.zeros(0, np.int32), 1)

@@ -1,4 +1,5 @@
-// shoal._native: the only file that includes pybind11. Converts, validates once, releases the GIL.
+// shoal._native (with python_steps.cpp, the only files that include pybind11): converts, validates once,
+// releases the GIL.
 #include <dlfcn.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "bundled_envs.h"
+#include "python_steps.hpp"
 #include "shoal/detail/sync.hpp"
 #include "shoal/env.h"
 #include "shoal/errors.hpp"
@@ -515,6 +517,7 @@ PYBIND11_MODULE(_native, m) {
         }
     });
 
+    register_python_steps(m);
     m.def("env_seed", &shoal_env_seed, py::arg("seed"), py::arg("index"),
           R"doc(Seed of env `index` under vector seed `seed` (same rule as shoal.seeding.env_seed).)doc");
     m.def("physical_cores", &shoal::physical_core_count,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['ABI_VERSION', 'CACHE_LINE_BYTES', 'ENV_BASE_SIZE', 'EnvSpec', 'Vector', 'bundled_names', 'bundled_spec', 'env_seed', 'load_spec', 'measure_fork_join_ns', 'physical_cores', 'release_gil']
+__all__: list[str] = ['ABI_VERSION', 'CACHE_LINE_BYTES', 'ENV_BASE_SIZE', 'EnvSpec', 'Vector', 'bundled_names', 'bundled_spec', 'env_seed', 'int_actions_below', 'load_spec', 'measure_fork_join_ns', 'physical_cores', 'release_gil', 'write_box_steps']
 class EnvSpec:
     """
     A native env type: sizes, spaces, parameters and callbacks.
@@ -82,6 +82,11 @@ def env_seed(seed: typing.SupportsInt | typing.SupportsIndex, index: typing.Supp
     """
     Seed of env `index` under vector seed `seed` (same rule as shoal.seeding.env_seed).
     """
+def int_actions_below(actions: numpy.ndarray, upper: typing.SupportsInt | typing.SupportsIndex) -> bool:
+    """
+    True if every value of a C-contiguous integer array is in [0, upper); False if one is not,
+    or for any other array (the caller's full check decides).
+    """
 def load_spec(path: str, name: str) -> EnvSpec:
     """
     Loads `shoal_env_spec_<name>` from a shared library built against shoal/env.h.
@@ -97,6 +102,14 @@ def physical_cores() -> int:
 def release_gil() -> None:
     """
     Does nothing with the GIL released: the bare cost of a native call, the baseline of Python's share.
+    """
+def write_box_steps(results: list, observations: numpy.ndarray, rewards: numpy.ndarray, terminals: numpy.ndarray, truncations: numpy.ndarray) -> int:
+    """
+    Writes row i of each output from results[i], a step()'s (observation, reward, terminated,
+    truncated, info) tuple, if every result is plain: an observation ndarray of the rows' shape and dtype
+    (or float64 for float32 rows), C-contiguous; a reward of Python's float or int or numpy's
+    float32/float64/int32/int64; flags of bool or numpy.bool_. Returns -1 then; else the index of the
+    first result that is not plain, and writes nothing.
     """
 ABI_VERSION: int = 3
 CACHE_LINE_BYTES: int = 64

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from gymnasium import spaces
 
+from ._native import int_actions_below
 from .errors import APIUsageError
 
 ACTION_SPACES = (spaces.Discrete, spaces.MultiDiscrete, spaces.Box)
@@ -68,6 +69,11 @@ class ActionChecker:
 
     def __call__(self, actions) -> np.ndarray:
         """Returns ``actions`` as an ndarray after checking it; raises APIUsageError naming what is wrong."""
+        if self.scalar_bound and type(actions) is np.ndarray and actions.shape == self.shape:
+            # Discrete's common case in one native pass (numpy's reduction, cold after the envs ran,
+            # cost several times as much); anything it cannot confirm takes the full check below.
+            if int_actions_below(actions, self.upper):
+                return actions
         if not isinstance(actions, np.ndarray):
             if not isinstance(actions, (list, tuple)) and not np.isscalar(actions):
                 raise APIUsageError(f"actions must be a numpy array (or list), got {type(actions).__name__}")

@@ -6,11 +6,12 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
+from .._native import write_box_steps
 from ..buffers import Buffers
 from ..default_wrappers import StepFunction, default_stack
 from ..seeding import check_seed, env_seed
 from ..spaces import check_action_space
-from ..step_checks import NUMERIC_KINDS, PLAIN_FLAGS, PLAIN_REWARDS, check_observation, check_step_outputs
+from ..step_checks import check_observation, check_step_outputs
 from .base import EmulatedEnv, array_action, env_to_wrap
 from .layout import ObservationLayout
 
@@ -147,10 +148,14 @@ def step_box_rows(envs: list[GymnasiumPufferEnv], actions: np.ndarray, buf: Buff
 
     Same arrays, infos and env calls, in the same order, as stepping every env with
     :meth:`GymnasiumPufferEnv.step`; but the loop body is only the env's step and its tallies (the
-    rest of a step is rare: :meth:`GymnasiumPufferEnv._settle`), and each column is one numpy write
-    per batch instead of one per env. Together that is most of the emulation's per-step cost.
-    Every env's outputs are checked (:mod:`shoal.step_checks`) before any of them is tallied or
-    written, as in :meth:`GymnasiumPufferEnv.transition`.
+    rest of a step is rare: :meth:`GymnasiumPufferEnv._settle`), and the outputs are written in one
+    native call per batch (``write_box_steps``) instead of numpy writes per env or per column.
+    Together that is most of the emulation's per-step cost.
+    Every env's outputs are checked (:mod:`shoal.step_checks`) before any of them is written, and
+    before an ended episode's final observation is: the native call checks the plain forms (a
+    well-formed step's), Python every other (raising the diagnostic EnvError, or accepting the less
+    plain forms: a list observation, a 0-d array reward, 0/1 flags). An output that cannot even be
+    tallied gets the same diagnostic.
     Returns the batch's infos; an env that raises is named by a :class:`BatchStepError`.
     """
     if not envs[0]._discrete:  # every env of a vector has the same action space
@@ -159,37 +164,38 @@ def step_box_rows(envs: list[GymnasiumPufferEnv], actions: np.ndarray, buf: Buff
     results: list[tuple] = []
     infos: list[dict] = []
     add = results.append  # bound once: the loop below runs once per env step
-    # check_step_outputs's fast path, inlined: a plain well-formed step passes on these type and
-    # shape tests, before anything is tallied; anything else gets the full check, which raises the
-    # diagnostic EnvError or accepts the less plain forms (a list observation, a 0-d array reward,
-    # 0/1 flags). Inlined because the call alone cost more than the tests (trivial env, 64 envs:
-    # about 0.25 us per env step inlined, 0.7 us as a call).
-    layout = envs[0].emulated  # every env of a vector has the same observation space
-    box_shape, box_dtype = layout.box_shape, layout.space.dtype
-    ndarray, numeric, plain_rewards, plain_flags = np.ndarray, NUMERIC_KINDS, PLAIN_REWARDS, PLAIN_FLAGS
-    try:
-        for env, action in zip(envs, actions):
+    for env, action in zip(envs, actions):
+        try:
             result = env._step(action)
+        except Exception as exc:
+            raise BatchStepError(len(results)) from exc
+        add(result)
+        try:
             observation, reward, terminated, truncated, info = result
-            if not (
-                type(observation) is ndarray
-                and observation.shape == box_shape
-                and (observation.dtype is box_dtype or observation.dtype.kind in numeric)
-                and type(reward) in plain_rewards
-                and type(terminated) in plain_flags
-                and type(truncated) in plain_flags
-            ):
-                check_step_outputs(env.emulated, observation, reward, terminated, truncated)
             env._episode_return += reward
             env._episode_length += 1
             if terminated or truncated or info or env._episode_length == env._time_limit:
-                result = env._settle(result, infos)
-            add(result)
-    except Exception as exc:
-        raise BatchStepError(len(results)) from exc
-    observations, rewards, terminals, truncations, _ = zip(*results)
-    buf.observations[...] = observations
-    buf.rewards[...] = rewards
-    buf.terminals[...] = terminals
-    buf.truncations[...] = truncations
+                check_step_outputs(env.emulated, observation, reward, terminated, truncated)
+                results[-1] = env._settle(result, infos)
+        except Exception as exc:
+            _check_result(env, result, len(results) - 1)  # a malformed output gets its diagnostic
+            raise BatchStepError(len(results) - 1) from exc
+    first_odd = write_box_steps(results, buf.observations, buf.rewards, buf.terminals, buf.truncations)
+    if first_odd >= 0:
+        for index in range(first_odd, len(results)):
+            _check_result(envs[index], results[index], index)
+        observations, rewards, terminals, truncations, _ = zip(*results)
+        buf.observations[...] = observations
+        buf.rewards[...] = rewards
+        buf.terminals[...] = terminals
+        buf.truncations[...] = truncations
     return infos
+
+
+def _check_result(env: GymnasiumPufferEnv, result, index: int) -> None:
+    """Raises BatchStepError(index) from the EnvError that a malformed step() result of ``env`` gets."""
+    try:
+        observation, reward, terminated, truncated, _ = result
+        check_step_outputs(env.emulated, observation, reward, terminated, truncated)
+    except Exception as exc:
+        raise BatchStepError(index) from exc
