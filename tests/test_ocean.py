@@ -375,6 +375,69 @@ def test_compile_error_shows_the_compiler_and_leaves_nothing(tmp_path, monkeypat
     assert _leftovers(tmp_path / "builds") == []
 
 
+def _fake_build(root, name, age_s, now):
+    entry = root / f"{name}-{os.urandom(12).hex()}"
+    entry.mkdir(parents=True)
+    (entry / f"{name}.so").write_bytes(b"x" * 1000)
+    os.utime(entry, (now - age_s, now - age_s))
+    return entry
+
+
+def test_a_new_build_prunes_that_envs_least_recently_used_builds(tmp_path, monkeypatch):
+    from shoal.ocean.build import IN_USE_SECONDS, KEEP_BUILDS_PER_ENV
+
+    root = tmp_path / "builds"
+    monkeypatch.setenv("SHOAL_OCEAN_BUILD_CACHE", str(root))
+    now, day = time.time(), 24 * 3600
+    old = [_fake_build(root, "globalcount", (2 + i) * day, now) for i in range(10)]  # newest first
+    recent = [_fake_build(root, "globalcount", 3600, now) for _ in range(2)]  # maybe loading elsewhere
+    others = [_fake_build(root, "other_env", 30 * day, now) for _ in range(12)]
+    assert IN_USE_SECONDS <= day
+    library = ocean.env_class("globalcount", _copy_tree(tmp_path)).ocean["library"]
+    kept = set(root.iterdir())
+    assert library.folder in kept
+    # the new build and the two recent ones are the 3 most recently used; the 5 next old ones stay
+    expected = {library.folder, *recent, *old[: KEEP_BUILDS_PER_ENV - 3], *others}
+    assert kept == expected
+
+
+def test_a_cache_hit_marks_the_build_used(tmp_path, monkeypatch):
+    monkeypatch.setenv("SHOAL_OCEAN_BUILD_CACHE", str(tmp_path / "builds"))
+    tree = _copy_tree(tmp_path)
+    folder = ocean.env_class("globalcount", tree).ocean["library"].folder
+    long_ago = time.time() - 40 * 24 * 3600
+    os.utime(folder, (long_ago, long_ago))
+    assert ocean.env_class("globalcount", tree).ocean["library"].folder == folder  # from the cache
+    assert time.time() - folder.stat().st_mtime < 3600
+
+
+def test_shoal_ocean_clean_removes_every_build_and_dead_staging_folders(tmp_path):
+    import subprocess
+    import sys
+
+    root = tmp_path / "builds"
+    now = time.time()
+    builds = [_fake_build(root, name, 60, now) for name in ("squared", "squared", "trash_pickup")]
+    dead_stage = root / ".build-squared-abc"
+    live_stage = root / ".build-cartpole-def"  # another process's build in progress
+    for stage in (dead_stage, live_stage):
+        stage.mkdir()
+    os.utime(dead_stage, (now - 2 * 3600, now - 2 * 3600))
+    unrelated = root / "notes.txt"
+    unrelated.write_text("not a build")
+    result = subprocess.run(
+        [sys.executable, "-m", "shoal", "ocean", "clean"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "SHOAL_OCEAN_BUILD_CACHE": str(root)},
+    )
+    assert result.returncode == 0, result.stderr
+    assert f"removed 4 Ocean build(s), 0.0 MB, from {root}" in result.stdout
+    assert not any(p.exists() for p in [*builds, dead_stage])
+    assert live_stage.exists() and unrelated.exists()
+
+
 def test_unreadable_python_class_names_the_file(tmp_path):
     tree = _copy_tree(tmp_path)
     script = tree / "globalcount" / "globalcount.py"

@@ -178,6 +178,16 @@ def cmd_ocean_build(args, overrides) -> int:
     return 0
 
 
+def cmd_ocean_clean(args, overrides) -> int:
+    from .ocean.build import clean_builds
+    from .ocean.source import build_cache_dir
+
+    root = build_cache_dir()
+    removed, freed = clean_builds(root)
+    print(f"removed {removed} Ocean build(s), {freed / 1e6:.1f} MB, from {root}")
+    return 0
+
+
 def cmd_check(args, overrides) -> int:
     from .config import resolve_env
     from .ocean.check import check
@@ -222,6 +232,10 @@ def build_parser() -> argparse.ArgumentParser:
     ocean_build.add_argument("kwargs", nargs="*", help="the Ocean class's keyword arguments, key=value")
     ocean_build.add_argument("--source", help="PufferLib repository root or its pufferlib/ocean folder")
     ocean_build.set_defaults(func=cmd_ocean_build)
+    ocean_clean = ocean_sub.add_parser(
+        "clean", help="remove every compiled Ocean env from the cache (rebuilt when used)"
+    )
+    ocean_clean.set_defaults(func=cmd_ocean_clean)
     checker = sub.add_parser("check", help="the configured backend vs each env stepped alone: first difference")
     checker.add_argument("--config", help="config file (default: the embedded config.ini)")
     checker.add_argument("--steps", type=int, default=1000, help="random-action steps (default 1000)")

@@ -6,10 +6,14 @@ generated config header (spaces, agents, keyword parameters, stats) and compiles
 ``csrc/shoal_ocean_adapter.c``, which includes the binding. Everything happens in a temporary
 folder of the cache that is renamed into place only after the compiler succeeded, so a failure
 leaves nothing behind. Builds are keyed by the hash of every input, so a changed tree rebuilds.
+Each use marks a build as used; a new build of an env removes that env's builds beyond the
+KEEP_BUILDS_PER_ENV most recently used (never one used within IN_USE_SECONDS, which another
+process may be loading), and ``shoal ocean clean`` removes them all.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import os
@@ -17,6 +21,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,6 +58,9 @@ _DTYPES = {
     np.dtype(np.int32): "SHOAL_INT32",
 }
 MAX_STATS = 8
+KEEP_BUILDS_PER_ENV = 8
+IN_USE_SECONDS = 24 * 3600
+STAGE_PREFIX = ".build-"
 
 
 @dataclass(frozen=True)
@@ -228,9 +236,10 @@ def build_library(name: str, folder: Path, model: ClassModel) -> Library:
     final = root / f"{name}-{key[:24]}"
     library = Library(name, final / f"{name}.so", final, params, stats, dropped)
     if library.path.is_file():
+        _mark_used(final)
         return library
     root.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(dir=root, prefix=f".build-{name}-"))
+    stage = Path(tempfile.mkdtemp(dir=root, prefix=f"{STAGE_PREFIX}{name}-"))
     try:
         stage_sources(folder, name, stage)
         (stage / "shoal_ocean_config.h").write_text(header)
@@ -254,7 +263,58 @@ def build_library(name: str, folder: Path, model: ClassModel) -> Library:
                 raise
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+    prune_builds(root, name)
     return library
+
+
+def _mark_used(entry: Path) -> None:
+    with contextlib.suppress(OSError):
+        os.utime(entry)
+
+
+def _builds(root: Path, name: str | None = None) -> list[Path]:
+    """The finished builds in ``root`` (of env ``name``, or of every env), most recently used first."""
+    pattern = re.compile(rf"^{re.escape(name) if name else '.+'}-[0-9a-f]{{24}}$")
+    try:
+        entries = [p for p in root.iterdir() if pattern.match(p.name) and p.is_dir()]
+    except OSError:
+        return []
+    return sorted(entries, key=_last_used, reverse=True)
+
+
+def _last_used(entry: Path) -> float:
+    try:
+        return entry.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def prune_builds(root: Path, name: str, keep: int = KEEP_BUILDS_PER_ENV, now: float | None = None) -> list[Path]:
+    """Removes the builds of env ``name`` beyond the ``keep`` most recently used, except those used in
+    the last IN_USE_SECONDS; returns the removed ones."""
+    now = time.time() if now is None else now
+    removed = []
+    for entry in _builds(root, name)[keep:]:
+        if now - _last_used(entry) >= IN_USE_SECONDS:
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(entry)
+    return removed
+
+
+def clean_builds(root: Path, now: float | None = None) -> tuple[int, int]:
+    """Removes every finished build in ``root``, and staging folders left by builds that died (older
+    than an hour); returns (folders removed, bytes freed). A process that has a build loaded keeps it."""
+    now = time.time() if now is None else now
+    try:
+        stale_stages = [p for p in root.iterdir() if p.name.startswith(STAGE_PREFIX) and now - _last_used(p) > 3600]
+    except OSError:
+        return 0, 0
+    removed = freed = 0
+    for entry in _builds(root) + stale_stages:
+        freed += sum(f.stat().st_size for f in entry.rglob("*") if f.is_file())
+        shutil.rmtree(entry, ignore_errors=True)
+        removed += 1
+    return removed, freed
 
 
 def build_harness(library: Library, out: Path, shoal_rand: bool) -> Path:
