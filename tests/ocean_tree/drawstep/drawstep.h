@@ -18,7 +18,9 @@ typedef struct DrawStep {
     Log log;
 } DrawStep;
 
-void c_reset(DrawStep* env) { env->observations[0] = 0.0f; }
+void c_reset(DrawStep* env) {
+    env->observations[0] = 0.0f;
+}
 
 void c_step(DrawStep* env) {
     DrawText("stepping", 0, 0, 10, BLACK); /* the bug: drawing belongs in c_render */
@@ -27,6 +29,8 @@ void c_step(DrawStep* env) {
     env->terminals[0] = 0;
 }
 
-void c_render(DrawStep* env) { DrawText("drawstep", 0, 0, 10, BLACK); }
+void c_render(DrawStep* env) {
+    DrawText("drawstep", 0, 0, 10, BLACK);
+}
 
 void c_close(DrawStep* env) {}

@@ -42,6 +42,8 @@ void c_step(GlobalCount* env) {
     }
 }
 
-void c_render(GlobalCount* env) { DrawText("globalcount", 0, 0, 10, BLACK); }
+void c_render(GlobalCount* env) {
+    DrawText("globalcount", 0, 0, 10, BLACK);
+}
 
 void c_close(GlobalCount* env) {}

@@ -13,7 +13,8 @@
 #include "shoal_ocean_python.h"
 
 #if defined(MY_SHARED) || defined(MY_GET) || defined(MY_PUT) || defined(MY_METHODS)
-#error "shoal.ocean: this binding extends PufferLib's contract (MY_SHARED/MY_GET/MY_PUT/MY_METHODS: state shared between envs or extra Python methods); shoal runs envs that own their state"
+#error \
+    "shoal.ocean: this binding extends PufferLib's contract (MY_SHARED/MY_GET/MY_PUT/MY_METHODS: state shared between envs or extra Python methods); shoal runs envs that own their state"
 #endif
 
 static int my_init(Env* env, PyObject* args, PyObject* kwargs);

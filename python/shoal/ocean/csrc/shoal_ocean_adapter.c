@@ -29,13 +29,14 @@
  */
 #include <shoal/env.h>
 
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <math.h>
 
 #define SHOAL_OCEAN_OWN_RAND /* rand() is the env's stream */
 #include "shoal_ocean_runtime.h"
+
 #include "shoal_ocean_arena.h"
 /* The binding's allocations, after the headers that declare the real functions (see the arena). */
 #define malloc(size) shoal_ocean_malloc(size)
@@ -85,7 +86,8 @@ enum { SHOAL_OCEAN_NUM_PARAMS = 0 SHOAL_OCEAN_PARAMS(SHOAL_OCEAN_COUNT_PARAM) };
 #define SHOAL_OCEAN_COUNT_STAT(NAME) +1
 enum { SHOAL_OCEAN_NUM_STATS = 0 SHOAL_OCEAN_STATS(SHOAL_OCEAN_COUNT_STAT) };
 _Static_assert(SHOAL_OCEAN_NUM_STATS <= SHOAL_MAX_STATS, "shoal.ocean: too many stats");
-_Static_assert(sizeof(Log) % sizeof(float) == 0, "shoal.ocean: the env's Log must hold floats only (as PufferLib's vec_log assumes)");
+_Static_assert(sizeof(Log) % sizeof(float) == 0,
+               "shoal.ocean: the env's Log must hold floats only (as PufferLib's vec_log assumes)");
 
 /* The layout. A step touches the binding's Env and the adapter's `seen_n` right after it; an
  * episode end also the rest of the Log, rand()'s state and the episode count. Every line more that
@@ -107,14 +109,13 @@ typedef struct shoal_ocean_episode_fields {
 
 enum {
     SHOAL_OCEAN_HOT_START = offsetof(Env, log) == 0 ? offsetof(Log, n) : 0,
-    SHOAL_OCEAN_LEAD_BYTES =
-        64 - (sizeof(shoal_env) + sizeof(shoal_ocean_episode_fields) + SHOAL_OCEAN_HOT_START) % 64,
+    SHOAL_OCEAN_LEAD_BYTES = 64 - (sizeof(shoal_env) + sizeof(shoal_ocean_episode_fields) + SHOAL_OCEAN_HOT_START) % 64,
 };
 
 /** shoal's env struct around the binding's: the core's fields, the Env with the adapter's hot
  * fields around it, cold fields last. */
 typedef struct shoal_ocean_env {
-    shoal_env base; /* Required first member (shoal/env.h) */
+    shoal_env base;                             /* Required first member (shoal/env.h) */
     unsigned char lead[SHOAL_OCEAN_LEAD_BYTES]; /* unused */
     shoal_ocean_episode_fields before;
     Env env;
@@ -195,8 +196,8 @@ static void shoal_ocean_first_reset(shoal_ocean_env* w) {
     PyObject entries[SHOAL_OCEAN_NUM_PARAMS + 1];
     for (int i = 0; i < SHOAL_OCEAN_NUM_PARAMS; ++i) {
         entries[i] = (PyObject){.name = shoal_ocean_param_names[i]};
-        entries[i].number = shoal_ocean_param_types[i] == SHOAL_PARAM_INT32 ? (double)w->params[i].i
-                                                                            : (double)w->params[i].f;
+        entries[i].number =
+            shoal_ocean_param_types[i] == SHOAL_PARAM_INT32 ? (double)w->params[i].i : (double)w->params[i].f;
     }
     entries[SHOAL_OCEAN_NUM_PARAMS] = (PyObject){.name = "seed", .number = (double)shoal_ocean_rand()};
     PyObject kwargs = {.entries = entries, .count = SHOAL_OCEAN_NUM_PARAMS + 1, .owner = &w->base};
@@ -284,8 +285,8 @@ static int shoal_ocean_step(shoal_ocean_env* w) {
  * episode (`logged`) or reached shoal's time limit `limit` (`truncated`). Returns the shoal episodes
  * ended (counted in the env, whose Log keeps their stats until the core takes it). Without a time
  * limit it reads the Env's own pointers (hot), not base's (a line of its own). */
-static SHOAL_OUT_OF_LINE uint64_t shoal_ocean_finish_step(shoal_range* range, size_t i, shoal_ocean_env* w,
-                                                          int logged, int truncated, uint32_t limit) {
+static SHOAL_OUT_OF_LINE uint64_t shoal_ocean_finish_step(shoal_range* range, size_t i, shoal_ocean_env* w, int logged,
+                                                          int truncated, uint32_t limit) {
     /* The spec's obs_shape and obs_dtype give the core's range->observation_bytes; as a constant, a
      * small observation is copied by a few moves, not a call to memcpy. */
     const size_t agents = SHOAL_OCEAN_NUM_AGENTS, observation_bytes = SHOAL_OCEAN_OBS_BYTES;
@@ -373,10 +374,14 @@ static int shoal_ocean_step_callback(void* env) {
     return shoal_ocean_step((shoal_ocean_env*)env);
 }
 
-#define SHOAL_OCEAN_PARAM_ENTRY(NAME, TYPE, DEFAULT, INDEX)                                           \
-    {NAME, TYPE, offsetof(shoal_ocean_env, params) + sizeof(shoal_ocean_value) * (INDEX), DEFAULT,        \
-     TYPE == SHOAL_PARAM_INT32 ? (double)INT32_MIN : -HUGE_VAL,                                           \
-     TYPE == SHOAL_PARAM_INT32 ? (double)INT32_MAX : HUGE_VAL, "keyword argument of the env's my_init"},
+#define SHOAL_OCEAN_PARAM_ENTRY(NAME, TYPE, DEFAULT, INDEX)                   \
+    {NAME,                                                                    \
+     TYPE,                                                                    \
+     offsetof(shoal_ocean_env, params) + sizeof(shoal_ocean_value) * (INDEX), \
+     DEFAULT,                                                                 \
+     TYPE == SHOAL_PARAM_INT32 ? (double)INT32_MIN : -HUGE_VAL,               \
+     TYPE == SHOAL_PARAM_INT32 ? (double)INT32_MAX : HUGE_VAL,                \
+     "keyword argument of the env's my_init"},
 static const shoal_param shoal_ocean_params[] = {SHOAL_OCEAN_PARAMS(SHOAL_OCEAN_PARAM_ENTRY)};
 
 #define SHOAL_OCEAN_STRING(NAME) #NAME

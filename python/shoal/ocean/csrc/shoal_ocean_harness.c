@@ -75,7 +75,8 @@ int main(int argc, char** argv) {
     float* float_actions = calloc((size_t)action_count, sizeof(float));
     float* rewards = calloc((size_t)agents, sizeof(float));
     unsigned char* terminals = calloc((size_t)agents, 1);
-    if (!envs || !rand_states || !observations || !int_actions || !float_actions || !rewards || !terminals) die("out of memory");
+    if (!envs || !rand_states || !observations || !int_actions || !float_actions || !rewards || !terminals)
+        die("out of memory");
     (void)rand_states;
 
     /* PufferLib's vec_init then vec_reset, env by env. */
@@ -120,9 +121,11 @@ int main(int argc, char** argv) {
         fwrite(observations, obs_row, (size_t)agents, out);
         for (long t = 0; t < steps; ++t) {
             if (box) {
-                if (fread(float_actions, sizeof(float), (size_t)action_count, in) != (size_t)action_count) die("short ACTIONS");
+                if (fread(float_actions, sizeof(float), (size_t)action_count, in) != (size_t)action_count)
+                    die("short ACTIONS");
             } else {
-                if (fread(int_actions, sizeof(int32_t), (size_t)action_count, in) != (size_t)action_count) die("short ACTIONS");
+                if (fread(int_actions, sizeof(int32_t), (size_t)action_count, in) != (size_t)action_count)
+                    die("short ACTIONS");
                 if (HARNESS_FLOAT_ACTIONS)
                     for (long a = 0; a < action_count; ++a) float_actions[a] = (float)int_actions[a];
             }
@@ -169,13 +172,13 @@ int main(int argc, char** argv) {
             const uint32_t draw = (uint32_t)(state >> 33);
             const int d = (int)(k % SHOAL_OCEAN_ACTION_DIMS);
             pool_int[k] = box ? 0 : (int32_t)(draw % (uint32_t)action_nvec[d]);
-            pool_float[k] = box ? SHOAL_OCEAN_ACTION_LOW + (SHOAL_OCEAN_ACTION_HIGH - SHOAL_OCEAN_ACTION_LOW) *
-                                      (float)draw / 2147483648.0f
+            pool_float[k] = box ? SHOAL_OCEAN_ACTION_LOW +
+                                      (SHOAL_OCEAN_ACTION_HIGH - SHOAL_OCEAN_ACTION_LOW) * (float)draw / 2147483648.0f
                                 : (float)pool_int[k];
         }
     }
     struct timespec start, end, cpu_start, cpu_end;
-    for (long t = -steps / 10 - 1; t < steps; ++t) {  /* a tenth of the steps warm up, untimed */
+    for (long t = -steps / 10 - 1; t < steps; ++t) { /* a tenth of the steps warm up, untimed */
         if (t == 0) {
             clock_gettime(CLOCK_MONOTONIC, &start);
             clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu_start);

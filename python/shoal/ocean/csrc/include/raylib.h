@@ -11,6 +11,8 @@
 #ifndef SHOAL_OCEAN_RAYLIB_H
 #define SHOAL_OCEAN_RAYLIB_H
 
+/* One declaration per line, a table mirroring raylib's API: kept out of clang-format. */
+/* clang-format off */
 #include <stdbool.h>
 #include <stdlib.h>
 #include "shoal_ocean_runtime.h"
@@ -247,4 +249,5 @@ enum {
 #define PlaySound(...) SHOAL_RL_STUB(PlaySound)
 #define LoadSound(...) SHOAL_RL_VALUE(LoadSound, ((Sound){0}))
 
+/* clang-format on */
 #endif /* SHOAL_OCEAN_RAYLIB_H */

@@ -3,6 +3,8 @@
 #ifndef SHOAL_OCEAN_RAYMATH_H
 #define SHOAL_OCEAN_RAYMATH_H
 
+/* One declaration per line, a table mirroring raylib's API: kept out of clang-format. */
+/* clang-format off */
 #include <math.h>
 #include "raylib.h"
 
@@ -44,4 +46,5 @@ static inline SHOAL_UNUSED Vector3 Vector3Normalize(Vector3 v) {
     return (Vector3){v.x * inverse, v.y * inverse, v.z * inverse};
 }
 
+/* clang-format on */
 #endif /* SHOAL_OCEAN_RAYMATH_H */

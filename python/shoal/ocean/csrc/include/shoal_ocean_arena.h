@@ -57,8 +57,8 @@ static inline SHOAL_UNUSED int shoal_ocean_arena_owns(const shoal_ocean_arena* a
 
 static SHOAL_UNUSED void* shoal_ocean_arena_take(shoal_ocean_arena* arena, size_t size) {
     if (size > SIZE_MAX / 2) return NULL;
-    const size_t need = sizeof(shoal_ocean_arena_header) + (size + SHOAL_OCEAN_ARENA_ALIGN - 1) /
-                                                               SHOAL_OCEAN_ARENA_ALIGN * SHOAL_OCEAN_ARENA_ALIGN;
+    const size_t need = sizeof(shoal_ocean_arena_header) +
+                        (size + SHOAL_OCEAN_ARENA_ALIGN - 1) / SHOAL_OCEAN_ARENA_ALIGN * SHOAL_OCEAN_ARENA_ALIGN;
     shoal_ocean_arena_block* block = arena->blocks;
     if (!block || block->capacity - block->used < need) {
         size_t capacity = block ? 2 * block->capacity : SHOAL_OCEAN_ARENA_FIRST_BLOCK;

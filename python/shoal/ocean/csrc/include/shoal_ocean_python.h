@@ -16,13 +16,13 @@
 
 typedef struct PyObject PyObject;
 struct PyObject {
-    const char* name;         /* an entry: its key */
-    double number;            /* an entry: its value */
-    PyObject* entries;        /* a keyword dict: entries[0, count) */
+    const char* name;  /* an entry: its key */
+    double number;     /* an entry: its value */
+    PyObject* entries; /* a keyword dict: entries[0, count) */
     int count;
-    float* slots;             /* a log dict: where each named value goes ... */
+    float* slots;                  /* a log dict: where each named value goes ... */
     const char* const* slot_names; /* ... slot_names[0, count) */
-    shoal_env* owner;         /* the env that receives errors */
+    shoal_env* owner;              /* the env that receives errors */
 };
 
 static inline SHOAL_UNUSED PyObject* PyDict_GetItemString(PyObject* dict, const char* key) {
@@ -31,8 +31,12 @@ static inline SHOAL_UNUSED PyObject* PyDict_GetItemString(PyObject* dict, const 
     return NULL;
 }
 
-static inline SHOAL_UNUSED long PyLong_AsLong(PyObject* value) { return (long)value->number; }
-static inline SHOAL_UNUSED double PyFloat_AsDouble(PyObject* value) { return value->number; }
+static inline SHOAL_UNUSED long PyLong_AsLong(PyObject* value) {
+    return (long)value->number;
+}
+static inline SHOAL_UNUSED double PyFloat_AsDouble(PyObject* value) {
+    return value->number;
+}
 
 /* As in PufferLib's contract: the keyword's value as a double; a missing keyword is an error
  * (reported through the env; the value read is 1, as there). */

@@ -80,8 +80,8 @@ static inline SHOAL_UNUSED void shoal_ocean_fail(shoal_env* env, const char* mes
 }
 
 static inline SHOAL_UNUSED void shoal_ocean_stub_called(const char* name) {
-    shoal_ocean_fail(shoal_ocean_current(), "the env called raylib's %s outside rendering; shoal.ocean provides no raylib",
-                     name);
+    shoal_ocean_fail(shoal_ocean_current(),
+                     "the env called raylib's %s outside rendering; shoal.ocean provides no raylib", name);
 }
 
 #endif /* SHOAL_OCEAN_RUNTIME_H */
