@@ -155,7 +155,9 @@ def step_box_rows(envs: list[GymnasiumPufferEnv], actions: np.ndarray, buf: Buff
     before an ended episode's final observation is: the native call checks the plain forms (a
     well-formed step's), Python every other (raising the diagnostic EnvError, or accepting the less
     plain forms: a list observation, a 0-d array reward, 0/1 flags). An output that cannot even be
-    tallied gets the same diagnostic.
+    tallied gets the same diagnostic. An env that raises stops the batch; a malformed output found
+    after the loop does not undo the steps of the envs after it (after either failure the vector
+    takes nothing but reset()).
     Returns the batch's infos; an env that raises is named by a :class:`BatchStepError`.
     """
     if not envs[0]._discrete:  # every env of a vector has the same action space
