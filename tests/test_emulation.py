@@ -1,5 +1,6 @@
 """Emulation: flattening and nativizing, action conversion, same-step autoreset, PettingZoo, seeding."""
 
+import re
 import string
 
 import numpy as np
@@ -770,3 +771,26 @@ def test_native_action_check_confirms_only_integer_arrays_in_range():
     assert not int_actions_below(np.array([0.0, 1.0]), 3)  # floats: the full check decides
     assert not int_actions_below(np.arange(6, dtype=np.int32)[::2], 10)  # strided: likewise
     assert int_actions_below(np.zeros(0, np.int32), 1)
+
+
+def test_structured_observation_check_names_the_leaf_that_does_not_fit():
+    layout = ObservationLayout(DictObsEnv().observation_space)
+    good = {
+        "pos": np.zeros(3, np.float32),
+        "mode": np.int64(2),
+        "flags": np.zeros(5, np.int8),
+        "nested": (np.zeros(2), np.int64(1)),
+    }
+    layout.check(good)
+    layout.check({**good, "pos": [0.0, 1.0, 2.0], "mode": 3})  # a list and a Python int fit too
+    cases = {
+        "['pos'] has shape (4,), but its space": {**good, "pos": np.zeros(4, np.float32)},
+        "['pos'] has shape (2,), but its space": {**good, "pos": [0.0, 1.0]},
+        "['mode'] has shape (1,), but its space": {**good, "mode": np.array([2])},
+        "['mode'] has None, but its space": {**good, "mode": None},
+        "observation has no ['flags']": {key: value for key, value in good.items() if key != "flags"},
+        "observation has no ['nested'][1]": {**good, "nested": (np.zeros(2),)},
+    }
+    for message, observation in cases.items():
+        with pytest.raises(APIUsageError, match=re.escape(message)):
+            layout.check(observation)

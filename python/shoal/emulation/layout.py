@@ -11,6 +11,7 @@ from gymnasium import spaces
 from ..errors import APIUsageError
 
 LEAF_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
+_HAS_SHAPE = (np.ndarray, np.generic)
 
 
 class Leaf(NamedTuple):
@@ -158,9 +159,12 @@ class ObservationLayout:
                 except (KeyError, IndexError, TypeError):
                     where = "".join(f"[{k!r}]" for k in leaf.path[: depth + 1])
                     raise error(f"{prefix}observation has no {where}, but the space {self.space} has") from None
-            if value is None or np.shape(value) != leaf.shape:
+            # An array's or numpy scalar's own shape; np.shape (a Python-level call, most of this
+            # check's cost) only for the rest: lists, Python numbers, None.
+            shape = value.shape if isinstance(value, _HAS_SHAPE) else None if value is None else np.shape(value)
+            if shape != leaf.shape:
                 where = "".join(f"[{k!r}]" for k in leaf.path) or "observation"
-                got = "None" if value is None else f"shape {np.shape(value)}"
+                got = "None" if value is None else f"shape {shape}"
                 raise error(f"{prefix}{where} has {got}, but its space {leaf.space} has shape {leaf.shape}")
 
     def unflatten(self, flat_batch) -> Any:
