@@ -794,3 +794,84 @@ def test_structured_observation_check_names_the_leaf_that_does_not_fit():
     for message, observation in cases.items():
         with pytest.raises(APIUsageError, match=re.escape(message)):
             layout.check(observation)
+
+
+# ---- the native writer of Dict/Tuple observations (shoal._native.StructuredRows) ----------------
+
+
+def _numbers_and_wider_floats(observation, space, draw):
+    """The same observation with scalar leaves as Python numbers and float32 leaves as float64, at
+    random: forms a well-behaved env returns as often as exact arrays."""
+    if isinstance(space, spaces.Dict):
+        return {key: _numbers_and_wider_floats(observation[key], sub, draw) for key, sub in space.spaces.items()}
+    if isinstance(space, spaces.Tuple):
+        return tuple(_numbers_and_wider_floats(o, sub, draw) for o, sub in zip(observation, space.spaces))
+    form = draw(st.sampled_from(["array", "number", "float64"]))
+    if form == "number" and observation.shape == ():
+        return observation.item()
+    if form == "float64" and observation.dtype == np.float32:
+        return observation.astype(np.float64)
+    return observation
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(space=observation_spaces, seed=st.integers(0, 2**32 - 1), data=st.data())
+def test_native_structured_writer_lays_out_rows_exactly_as_the_python_writer(space, seed, data):
+    from shoal._native import StructuredRows
+
+    layout = ObservationLayout(space)
+    if layout.is_box:
+        return  # Box observations take write_box_steps (tested above)
+    space.seed(seed)
+    exact = [as_space_dtype(space.sample(), space) for _ in range(3)]
+    loose = [_numbers_and_wider_floats(observation, space, data.draw) for observation in exact]
+    writer = StructuredRows([(leaf.path, leaf.dtype, leaf.shape, leaf.offset) for leaf in layout.leaves])
+    for observations, must_fit in ((exact, True), (loose, False)):
+        results = [(observation, 1.5, False, True, {}) for observation in observations]
+        expected = np.zeros((3, *layout.shape), layout.dtype)
+        for row, observation in zip(expected, observations):
+            layout.writer(row)(observation)
+        native = output_rows(3, layout.shape, fill=0)
+        native = (native[0].astype(layout.dtype), *native[1:])
+        first_odd = writer.write_steps(results, *native)
+        if must_fit:
+            assert first_odd == -1  # exact arrays of the leaves' dtypes always take the native path
+        if first_odd == -1:
+            assert native[0].tobytes() == expected.tobytes()
+            np.testing.assert_array_equal(native[1], [1.5] * 3)
+        else:
+            assert not native[0].any()  # nothing written
+
+
+def test_native_structured_writer_leaves_every_other_form_to_python():
+    from collections import OrderedDict
+
+    from shoal._native import StructuredRows
+
+    layout = ObservationLayout(DictObsEnv().observation_space)
+    writer = StructuredRows([(leaf.path, leaf.dtype, leaf.shape, leaf.offset) for leaf in layout.leaves])
+    good = {
+        "pos": np.zeros(3, np.float32),
+        "mode": np.int64(2),
+        "flags": np.zeros(5, np.int8),
+        "nested": (np.zeros(2), 1),
+    }
+    odd = {
+        "an OrderedDict": OrderedDict(good),
+        "a list for a Tuple": {**good, "nested": [np.zeros(2), 1]},
+        "a missing key": {key: value for key, value in good.items() if key != "mode"},
+        "a list leaf": {**good, "pos": [0.0, 0.0, 0.0]},
+        "an int32 array for int8": {**good, "flags": np.zeros(5, np.int32)},
+        "a float for an integer leaf": {**good, "mode": 2.0},
+        "an integer beyond int64": {**good, "mode": 2**70},
+        "a bool for an integer leaf": {**good, "mode": True},
+        "a wrong shape": {**good, "pos": np.zeros(4, np.float32)},
+    }
+    for what, observation in odd.items():
+        results = [(good, 0.0, False, False, {})] * 2 + [(observation, 0.0, False, False, {})]
+        rows = np.zeros((3, *layout.shape), layout.dtype)
+        rewards, terminals, truncations = np.zeros(3, np.float32), np.zeros(3, bool), np.zeros(3, bool)
+        assert writer.write_steps(results, rows, rewards, terminals, truncations) == 2, what
+    results = [({**good, "extra": "ignored, as Python's check ignores it"}, 0.0, False, False, {})]
+    rows = np.zeros((1, *layout.shape), layout.dtype)
+    assert writer.write_steps(results, rows, np.zeros(1, np.float32), np.zeros(1, bool), np.zeros(1, bool)) == -1

@@ -204,7 +204,7 @@ def test_hanging_env_close_does_not_hang_multiprocessing_close(tmp_path, time_li
 
 
 # ---------------------------------------------------------------------------------------------------
-# The emulation's two step paths check alike: Serial's batched step_box_rows (an inlined fast test,
+# The emulation's two step paths check alike: Serial's batched step_rows (an inlined fast test,
 # the full check on a miss) and GymnasiumPufferEnv.step (check_step_outputs)
 # ---------------------------------------------------------------------------------------------------
 

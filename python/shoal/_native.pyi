@@ -5,7 +5,22 @@ from __future__ import annotations
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['ABI_VERSION', 'CACHE_LINE_BYTES', 'ENV_BASE_SIZE', 'EnvSpec', 'Vector', 'bundled_names', 'bundled_spec', 'env_seed', 'int_actions_below', 'load_spec', 'measure_fork_join_ns', 'physical_cores', 'release_gil', 'write_box_steps']
+__all__: list[str] = ['ABI_VERSION', 'CACHE_LINE_BYTES', 'ENV_BASE_SIZE', 'EnvSpec', 'StructuredRows', 'Vector', 'bundled_names', 'bundled_spec', 'env_seed', 'int_actions_below', 'load_spec', 'measure_fork_join_ns', 'physical_cores', 'release_gil', 'write_box_steps']
+class StructuredRows:
+    """
+    Writes batches of Dict/Tuple observations into rows laid out by leaf.
+    """
+    def __init__(self, leaves: list) -> None:
+        """
+        leaves: (path, dtype, shape, offset) of each leaf, in the row's order.
+        """
+    def write_steps(self, results: list, observations: numpy.ndarray, rewards: numpy.ndarray, terminals: numpy.ndarray, truncations: numpy.ndarray) -> int:
+        """
+        As write_box_steps, for observations of the leaves' structure: an observation is plain if
+        every leaf, found through exact dicts and tuples, is a C-contiguous ndarray of its shape and dtype (or
+        float64 for float32), or, for a scalar leaf, a Python or numpy (int32/int64, float32/float64) number of
+        its kind that fits.
+        """
 class EnvSpec:
     """
     A native env type: sizes, spaces, parameters and callbacks.

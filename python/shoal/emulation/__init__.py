@@ -63,7 +63,7 @@ PettingZoo
 
 from __future__ import annotations
 
-from .gymnasium_env import BatchStepError, GymnasiumPufferEnv, batchable, step_box_rows
+from .gymnasium_env import BatchStepError, GymnasiumPufferEnv, batchable, step_rows
 from .layout import LEAF_SPACES, Leaf, ObservationLayout, nativize
 from .pettingzoo_env import PettingZooPufferEnv
 from .wrap import onto_rows, wrap
@@ -78,6 +78,6 @@ __all__ = [
     "batchable",
     "nativize",
     "onto_rows",
-    "step_box_rows",
+    "step_rows",
     "wrap",
 ]

@@ -139,17 +139,18 @@ class BatchStepError(Exception):
 
 
 def batchable(envs: list) -> bool:
-    """True when :func:`step_box_rows` can step ``envs``: one-row gymnasium envs, Box observations."""
-    return bool(envs) and all(type(env) is GymnasiumPufferEnv and env.emulated.is_box for env in envs)
+    """True when :func:`step_rows` can step ``envs``: one-row gymnasium envs (any observation space)."""
+    return bool(envs) and all(type(env) is GymnasiumPufferEnv for env in envs)
 
 
-def step_box_rows(envs: list[GymnasiumPufferEnv], actions: np.ndarray, buf: Buffers) -> list[dict]:
+def step_rows(envs: list[GymnasiumPufferEnv], actions: np.ndarray, buf: Buffers) -> list[dict]:
     """Steps ``envs`` (env ``i`` owns row ``i`` of ``buf``) and writes each output column once.
 
     Same arrays, infos and env calls, in the same order, as stepping every env with
     :meth:`GymnasiumPufferEnv.step`; but the loop body is only the env's step and its tallies (the
     rest of a step is rare: :meth:`GymnasiumPufferEnv._settle`), and the outputs are written in one
-    native call per batch (``write_box_steps``) instead of numpy writes per env or per column.
+    native call per batch (``write_box_steps``, or the layout's ``StructuredRows`` for Dict/Tuple
+    observations) instead of numpy writes per env or per column.
     Together that is most of the emulation's per-step cost.
     Every env's outputs are checked (:mod:`shoal.step_checks`) before any of them is written, and
     before an ended episode's final observation is: the native call checks the plain forms (a
@@ -182,12 +183,21 @@ def step_box_rows(envs: list[GymnasiumPufferEnv], actions: np.ndarray, buf: Buff
         except Exception as exc:
             _check_result(env, result, len(results) - 1)  # a malformed output gets its diagnostic
             raise BatchStepError(len(results) - 1) from exc
-    first_odd = write_box_steps(results, buf.observations, buf.rewards, buf.terminals, buf.truncations)
+    layout = envs[0].emulated  # every env of a vector has the same observation space
+    columns = (buf.observations, buf.rewards, buf.terminals, buf.truncations)
+    if layout.is_box:
+        first_odd = write_box_steps(results, *columns)
+    else:
+        first_odd = layout.batch_writer().write_steps(results, *columns)
     if first_odd >= 0:
         for index in range(first_odd, len(results)):
             _check_result(envs[index], results[index], index)
         observations, rewards, terminals, truncations, _ = zip(*results)
-        buf.observations[...] = observations
+        if layout.is_box:
+            buf.observations[...] = observations
+        else:
+            for env, observation in zip(envs, observations):
+                env._write_observation(observation)
         buf.rewards[...] = rewards
         buf.terminals[...] = terminals
         buf.truncations[...] = truncations

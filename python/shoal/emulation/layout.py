@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from gymnasium import spaces
 
+from .._native import StructuredRows
 from ..errors import APIUsageError
 
 LEAF_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
@@ -82,6 +83,7 @@ class ObservationLayout:
             align = max(dtype.itemsize for dtype in dtypes)
             offset = -(-offset // align) * align
         self.leaves = tuple(leaves)
+        self._batch_writer = None
         self.row_bytes = offset
         if offset == 0:
             raise APIUsageError(f"observation space {space} holds no values; cannot emulate it")
@@ -97,6 +99,14 @@ class ObservationLayout:
             low = np.concatenate([lo for lo, _ in bounds]).astype(self.dtype)
             high = np.concatenate([hi for _, hi in bounds]).astype(self.dtype)
             self.flat_space = spaces.Box(low, high, dtype=self.dtype)
+
+    def batch_writer(self):
+        """The native writer of batches of this layout's (Dict/Tuple) observations, made once."""
+        if self._batch_writer is None:
+            self._batch_writer = StructuredRows(
+                [(leaf.path, leaf.dtype, leaf.shape, leaf.offset) for leaf in self.leaves]
+            )
+        return self._batch_writer
 
     @property
     def shape(self) -> tuple:

@@ -91,7 +91,7 @@ class SliceRunner:
         self._resets = list(zip(envs, first_env_indices([env.num_envs for env in envs])))
         self._batched_step = None
         if emulation.batchable(envs):
-            self._batched_step = functools.partial(emulation.step_box_rows, envs, buf.actions, buf)
+            self._batched_step = functools.partial(emulation.step_rows, envs, buf.actions, buf)
 
     def reset(self, seed: int) -> list:
         """Resets every env, env ``i`` with its share of ``seed``; returns their infos."""
