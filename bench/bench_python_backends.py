@@ -15,14 +15,16 @@ Configurations (``--num-envs`` envs each, 64 by default):
   gymnasium AsyncVectorEnv    vs  shoal Multiprocessing, 2 workers: full sync, and half-batch async
                                   (batch_size=num_envs/2, zero_copy=True)
 Both Gymnasium vector envs use SAME_STEP autoreset, the semantics shoal implements, and
-AsyncVectorEnv uses the same start method as shoal.
+AsyncVectorEnv uses the same start method as shoal. ``--env dict-cartpole`` runs the same with a Dict
+observation (CartPole's state split into leaves): the structured-observation path.
 
-    python bench/bench_python_backends.py [--steps 64000] [--repeats 5] [--markdown out.md]
+    python bench/bench_python_backends.py [--env dict-cartpole] [--steps 64000] [--repeats 5] [--markdown out.md]
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import multiprocessing
 import os
 import platform
@@ -40,13 +42,36 @@ from shoal.emulation import GymnasiumPufferEnv
 from shoal.vector import make
 
 
-def make_cartpole():
-    return gymnasium.make("CartPole-v1")
+class DictCartPole(gymnasium.ObservationWrapper):
+    """CartPole-v1 with a Dict observation (cart and pole state as float32 leaves, the pole's side as a
+    Discrete leaf): the structured-observation workload, same dynamics."""
+
+    def __init__(self, env):
+        super().__init__(env)
+        low, high = env.observation_space.low, env.observation_space.high
+        self.observation_space = gymnasium.spaces.Dict(
+            {
+                "cart": gymnasium.spaces.Box(low[:2], high[:2], dtype=np.float32),
+                "pole": gymnasium.spaces.Box(low[2:], high[2:], dtype=np.float32),
+                "leaning_right": gymnasium.spaces.Discrete(2),
+            }
+        )
+
+    def observation(self, observation):
+        return {"cart": observation[:2], "pole": observation[2:], "leaning_right": np.int64(observation[2] > 0)}
 
 
-def make_wrapped_cartpole():
+ENVS = {"cartpole": "gymnasium CartPole-v1", "dict-cartpole": "CartPole-v1 with a Dict observation (DictCartPole)"}
+
+
+def make_env(kind: str = "cartpole"):
+    env = gymnasium.make("CartPole-v1")
+    return DictCartPole(env) if kind == "dict-cartpole" else env
+
+
+def make_wrapped_env(kind: str = "cartpole"):
     """A PufferLib-style creator: the env already wrapped, over buffers of its own (no buf argument)."""
-    return GymnasiumPufferEnv(env=gymnasium.make("CartPole-v1"))
+    return GymnasiumPufferEnv(env=make_env(kind))
 
 
 def rates(agent_steps: int, start: float, cpu_start: float) -> tuple[float, float]:
@@ -98,22 +123,23 @@ class GymnasiumRunner:
         self.vecenv.close()
 
 
-def build(name: str, num_envs: int, workers: int, start_method: str, seed: int):
+def build(name: str, num_envs: int, workers: int, start_method: str, seed: int, env: str = "cartpole"):
     same_step = {"autoreset_mode": gymnasium.vector.AutoresetMode.SAME_STEP}
+    creator, wrapped_creator = functools.partial(make_env, env), functools.partial(make_wrapped_env, env)
     if name == "gymnasium SyncVectorEnv":
-        env = gymnasium.vector.SyncVectorEnv([make_cartpole] * num_envs, **same_step)
+        env = gymnasium.vector.SyncVectorEnv([creator] * num_envs, **same_step)
         return GymnasiumRunner(env, seed)
     if name == "gymnasium AsyncVectorEnv":
-        env = gymnasium.vector.AsyncVectorEnv([make_cartpole] * num_envs, context=start_method, **same_step)
+        env = gymnasium.vector.AsyncVectorEnv([creator] * num_envs, context=start_method, **same_step)
         return GymnasiumRunner(env, seed)
     if name == "shoal Serial":
-        return ShoalRunner(make(make_cartpole, backend="Serial", num_envs=num_envs, seed=seed), seed)
+        return ShoalRunner(make(creator, backend="Serial", num_envs=num_envs, seed=seed), seed)
     if name == "shoal Serial, wrapped creator":
-        return ShoalRunner(make(make_wrapped_cartpole, backend="Serial", num_envs=num_envs, seed=seed), seed)
+        return ShoalRunner(make(wrapped_creator, backend="Serial", num_envs=num_envs, seed=seed), seed)
     if name == "shoal Multiprocessing sync":
         return ShoalRunner(
             make(
-                make_cartpole,
+                creator,
                 backend="Multiprocessing",
                 num_envs=num_envs,
                 seed=seed,
@@ -125,7 +151,7 @@ def build(name: str, num_envs: int, workers: int, start_method: str, seed: int):
     if name == "shoal Multiprocessing async":
         return ShoalRunner(
             make(
-                make_cartpole,
+                creator,
                 backend="Multiprocessing",
                 num_envs=num_envs,
                 seed=seed,
@@ -199,6 +225,7 @@ def main(argv=None) -> int:
     parser.add_argument("--only", nargs="*", choices=CONFIGS, help="run a subset of the configurations")
     parser.add_argument("--markdown", metavar="PATH", help="also write the report to PATH")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--env", choices=sorted(ENVS), default="cartpole", help="the workload")
     args = parser.parse_args(argv)
     if args.repeats < 5:
         print("note: fewer than 5 repeats; the methodology asks for medians of at least 5", file=sys.stderr)
@@ -210,7 +237,7 @@ def main(argv=None) -> int:
     cpu_samples: dict[str, list[float]] = {name: [] for name in configs if name in IN_PROCESS}
     try:
         for name in configs:
-            runners[name] = build(name, args.num_envs, args.workers, args.start_method, args.seed)
+            runners[name] = build(name, args.num_envs, args.workers, args.start_method, args.seed, args.env)
             runners[name].run(args.warmup)
         for repeat in range(args.repeats):
             order = configs[repeat % len(configs) :] + configs[: repeat % len(configs)]
@@ -225,7 +252,7 @@ def main(argv=None) -> int:
             runner.close()
 
     medians = {name: statistics.median(values) for name, values in samples.items()}
-    lines = ["## shoal Python backends on gymnasium CartPole-v1", ""]
+    lines = [f"## shoal Python backends on {ENVS[args.env]}", ""]
     lines += environment(args, load_at_start)
     lines.append(
         f"- load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
