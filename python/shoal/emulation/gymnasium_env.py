@@ -131,7 +131,7 @@ class GymnasiumPufferEnv(EmulatedEnv):
 
 
 class BatchStepError(Exception):
-    """Env ``index`` of a :func:`step_box_rows` batch raised the exception that is this one's cause."""
+    """Env ``index`` of a :func:`step_rows` batch raised the exception that is this one's cause."""
 
     def __init__(self, index: int):
         super().__init__(f"env {index} of the batch raised")
