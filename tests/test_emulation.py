@@ -10,11 +10,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import shoal.vector
-from shoal import APIUsageError, PufferEnv
+from shoal import APIUsageError, EnvError, PufferEnv
 from shoal.emulation import GymnasiumPufferEnv, ObservationLayout, PettingZooPufferEnv, nativize, wrap
 from shoal.seeding import env_seed, offset_seed
 
-from envs_for_tests import BoxObsEnv, DictObsEnv, make_box_env, make_cartpole, make_dict_env, make_pz_env
+from envs_for_tests import (
+    BoxObsEnv,
+    DeathmatchParallelEnv,
+    DictObsEnv,
+    make_box_env,
+    make_cartpole,
+    make_dict_env,
+    make_pz_env,
+)
 
 # ---------------------------------------------------------------------------------------------------
 # helpers
@@ -875,3 +883,49 @@ def test_native_structured_writer_leaves_every_other_form_to_python():
     results = [({**good, "extra": "ignored, as Python's check ignores it"}, 0.0, False, False, {})]
     rows = np.zeros((1, *layout.shape), layout.dtype)
     assert writer.write_steps(results, rows, np.zeros(1, np.float32), np.zeros(1, bool), np.zeros(1, bool)) == -1
+
+
+class MisbehavingDeathmatch(DeathmatchParallelEnv):
+    """DeathmatchParallelEnv whose "agent_1" returns ``bad`` (output name -> value) from step 2 on."""
+
+    def __init__(self, bad: dict):
+        super().__init__(max_steps=50)
+        self.bad = bad
+
+    def step(self, actions):
+        outputs = list(super().step(actions))
+        if self.t >= 2 and "agent_1" in outputs[0]:
+            for position, name in enumerate(("observations", "rewards", "terminations", "truncations")):
+                if name in self.bad:
+                    outputs[position]["agent_1"] = self.bad[name]
+        return tuple(outputs)
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ({"observations": np.zeros(3, np.float32)}, "agent 'agent_1': step() returned an observation of shape (3,)"),
+        ({"rewards": "1.0"}, "agent 'agent_1': step() returned reward '1.0' of type str"),
+        ({"terminations": "no"}, "agent 'agent_1': step() returned terminated='no' of type str"),
+        ({"truncations": 2}, "agent 'agent_1': step() returned truncated=2 of type int"),
+    ],
+)
+def test_pettingzoo_malformed_outputs_name_the_agent(bad, message):
+    env = PettingZooPufferEnv(MisbehavingDeathmatch(bad))
+    env.reset(seed=0)
+    actions = np.zeros(3, np.int32)
+    env.step(actions)  # well formed
+    with pytest.raises(EnvError, match=re.escape(message)):
+        for _ in range(10):  # until agent_1 is still alive at a step >= 2
+            env.step(actions)
+
+
+def test_pettingzoo_less_plain_outputs_pass_the_per_agent_checks():
+    less_plain = {"observations": [0.0, 0.5, 0.1, -0.1], "rewards": np.array(2.0), "terminations": 0}
+    env = PettingZooPufferEnv(MisbehavingDeathmatch(less_plain))
+    env.reset(seed=0)
+    actions = np.zeros(3, np.int32)
+    for _ in range(3):
+        env.step(actions)
+    np.testing.assert_array_equal(env.observations[1], np.array([0.0, 0.5, 0.1, -0.1], np.float32))
+    assert env.rewards[1] == 2.0 and not env.terminals[1]
