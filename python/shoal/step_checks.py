@@ -26,12 +26,17 @@ PLAIN_REWARDS = frozenset({float, int, np.float32, np.float64, np.int32, np.int6
 PLAIN_FLAGS = frozenset({bool, np.bool_})
 
 
+def plain_box_observation(observation, box_shape: tuple | None) -> bool:
+    """The fast test of an observation: an ndarray of the Box's shape, of a numeric dtype."""
+    return (
+        type(observation) is np.ndarray and observation.shape == box_shape and observation.dtype.kind in NUMERIC_KINDS
+    )
+
+
 def check_step_outputs(layout, observation, reward, terminated, truncated) -> None:
     """Raises EnvError if one step's outputs do not fit ``layout`` (an ObservationLayout)."""
     if (
-        type(observation) is np.ndarray
-        and observation.shape == layout.box_shape
-        and observation.dtype.kind in NUMERIC_KINDS
+        plain_box_observation(observation, layout.box_shape)
         and type(reward) in PLAIN_REWARDS
         and type(terminated) in PLAIN_FLAGS
         and type(truncated) in PLAIN_FLAGS

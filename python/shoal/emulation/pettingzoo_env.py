@@ -9,7 +9,14 @@ from ..buffers import Buffers
 from ..errors import APIUsageError, EnvError
 from ..seeding import check_seed, env_seed
 from ..spaces import check_action_space
-from ..step_checks import NUMERIC_KINDS, PLAIN_FLAGS, PLAIN_REWARDS, check_flag, check_observation, check_reward
+from ..step_checks import (
+    PLAIN_FLAGS,
+    PLAIN_REWARDS,
+    check_flag,
+    check_observation,
+    check_reward,
+    plain_box_observation,
+)
 from .base import EmulatedEnv, array_action, env_to_wrap
 from .layout import ObservationLayout
 
@@ -117,11 +124,7 @@ class PettingZooPufferEnv(EmulatedEnv):
         if box_shape is None:
             return False
         for observation in observations.values():
-            if not (
-                type(observation) is np.ndarray
-                and observation.shape == box_shape
-                and observation.dtype.kind in NUMERIC_KINDS
-            ):
+            if not plain_box_observation(observation, box_shape):
                 return False
         for reward in rewards.values():
             if type(reward) not in PLAIN_REWARDS:

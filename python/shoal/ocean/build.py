@@ -61,6 +61,7 @@ MAX_STATS = 8
 KEEP_BUILDS_PER_ENV = 8
 IN_USE_SECONDS = 24 * 3600
 STAGE_PREFIX = ".build-"
+STALE_STAGE_SECONDS = 3600  # a staging folder this old belongs to a build that died
 
 
 @dataclass(frozen=True)
@@ -289,24 +290,23 @@ def _last_used(entry: Path) -> float:
         return 0.0
 
 
-def prune_builds(root: Path, name: str, keep: int = KEEP_BUILDS_PER_ENV, now: float | None = None) -> list[Path]:
-    """Removes the builds of env ``name`` beyond the ``keep`` most recently used, except those used in
-    the last IN_USE_SECONDS; returns the removed ones."""
-    now = time.time() if now is None else now
-    removed = []
-    for entry in _builds(root, name)[keep:]:
+def prune_builds(root: Path, name: str) -> None:
+    """Removes the builds of env ``name`` beyond the KEEP_BUILDS_PER_ENV most recently used, except
+    those used in the last IN_USE_SECONDS."""
+    now = time.time()
+    for entry in _builds(root, name)[KEEP_BUILDS_PER_ENV:]:
         if now - _last_used(entry) >= IN_USE_SECONDS:
             shutil.rmtree(entry, ignore_errors=True)
-            removed.append(entry)
-    return removed
 
 
-def clean_builds(root: Path, now: float | None = None) -> tuple[int, int]:
-    """Removes every finished build in ``root``, and staging folders left by builds that died (older
-    than an hour); returns (folders removed, bytes freed). A process that has a build loaded keeps it."""
-    now = time.time() if now is None else now
+def clean_builds(root: Path) -> tuple[int, int]:
+    """Removes every finished build in ``root``, and staging folders left by builds that died; returns
+    (folders removed, bytes freed). A process that has a build loaded keeps it."""
+    now = time.time()
     try:
-        stale_stages = [p for p in root.iterdir() if p.name.startswith(STAGE_PREFIX) and now - _last_used(p) > 3600]
+        stale_stages = [
+            p for p in root.iterdir() if p.name.startswith(STAGE_PREFIX) and now - _last_used(p) > STALE_STAGE_SECONDS
+        ]
     except OSError:
         return 0, 0
     removed = freed = 0
