@@ -172,6 +172,48 @@ def test_episode_stats_reach_infos():
     assert 0.0 <= info["hit"] <= 1.0
 
 
+def test_sdk_env_reports_are_the_same_on_every_thread_count():
+    """The core's episode tallies are collected in blocks of 256 envs (NativeVec::kLogBlockEnvs),
+    on the pool's threads when there are several: every report must be bit-identical to T=0's,
+    average exactly the episodes ended since the previous one, and sum their returns."""
+    num_envs = 600  # blocks of 256, 256 and 88 envs
+    runs = {}
+    for threads, schedule in ((0, "static"), (1, "static"), (2, "static"), (3, "dynamic")):
+        with make(
+            Deep,  # rewards with 24 fractional bits: sums that depend on their order
+            env_kwargs={"work": 10},
+            backend="Multithreading",
+            num_envs=num_envs,
+            max_num_threads=threads,
+            schedule=schedule,
+            seed=5,
+        ) as vecenv:
+            actions = action_batches(vecenv, 300, seed=6)
+            vecenv.reset(5)
+            length = np.zeros(num_envs, dtype=np.int64)
+            episode_return = np.zeros(num_envs)
+            lengths, returns, reports = [], [], []
+            for t in range(300):
+                _, rewards, terminals, truncations, infos = vecenv.step(actions[t])
+                length += 1
+                episode_return += rewards
+                ended = terminals | truncations
+                lengths += [int(n) for n in length[ended]]
+                returns += [float(r) for r in episode_return[ended]]
+                length[ended], episode_return[ended] = 0, 0
+                for report in infos:
+                    where = f"T={threads} step {t}"
+                    assert report["episodes"] == len(lengths), where
+                    assert report["episode_length"] == pytest.approx(np.mean(lengths), rel=1e-12), where
+                    assert report["episode_return"] == pytest.approx(np.mean(returns), rel=1e-9, abs=1e-12), where
+                    lengths, returns = [], []
+                reports += infos
+        runs[threads, schedule] = reports
+    assert len(runs[0, "static"]) >= 3
+    for key, reports in runs.items():
+        assert reports == runs[0, "static"], key
+
+
 def test_per_env_parameters_reach_each_env():
     params = [{"num_traps": 0, "num_food": 1}, {"num_traps": 60, "num_food": 60}]
     with Grid(num_envs=2, env_params=params) as env:

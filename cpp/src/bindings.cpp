@@ -414,15 +414,14 @@ private:
         if (vec_->any_failed()) raise_env_error(vec_->take_failures());
     }
 
-    /// The log of envs [begin, end). Envs that keep their own log are read on the pool when there is
-    /// one and no pipeline steps meanwhile: each thread takes the blocks of the envs it steps (the
-    /// static schedule splits blocks as it splits envs), whose lines are in its own cache. squared,
-    /// 4096 envs at T=2: collecting on the caller alone cost 1.8 us a step, its walk reading the
-    /// worker's half from the other core. The result is the same as on one thread (NativeVec::collect_log).
+    /// The log of envs [begin, end), read on the pool when there is one and no pipeline steps
+    /// meanwhile: each thread takes the blocks of the envs it steps (the static schedule splits blocks
+    /// as it splits envs), whose lines are in its own cache. Ocean's squared, 4096 envs at T=2:
+    /// collecting on the caller alone cost 1.8 us a step, its walk reading the worker's half from the
+    /// other core. The result is the same as on one thread (NativeVec::collect_log).
     shoal::EpisodeTally take_log(size_t begin, size_t end) {
         const size_t blocks = shoal::NativeVec::log_blocks(begin, end);
-        if (!vec_->keeps_own_log() || pipeline_ || pool_->num_threads() == 0 || blocks < 2)
-            return vec_->collect_log(begin, end);
+        if (pipeline_ || pool_->num_threads() == 0 || blocks < 2) return vec_->collect_log(begin, end);
         {
             py::gil_scoped_release release;
             auto body = [&](size_t first, size_t last) {
