@@ -11,6 +11,8 @@
 //   - Claiming: every chunk is claimed with one CAS on a claim word (detail/sync.hpp) that carries
 //     the round tag and the range of unclaimed chunks. The first participant to touch a slice in a
 //     round initialises its word in the same CAS, so publishing does not write the workers' lines.
+//     A static slice's owner takes half of what is left of it per claim (one body call for 8, 4, 2,
+//     1, 1 of its 16 sub-chunks); others steal single sub-chunks from its back.
 //     The caller takes every chunk still unclaimed: nobody waits for a worker that has not started.
 //   - Join: workers add the items they ran to one cumulative counter (release) when they find
 //     nothing left to claim; the caller spins (pause, then sched_yield) until the counter shows
@@ -409,10 +411,14 @@ private:
             const size_t length = base + (j < extra ? 1 : 0);
             const size_t subs = std::min(length, detail::kSubChunksPerSlice);
             size_t taken = 0;
-            for (int64_t sub; (sub = detail::claim(slots_[j].word, round.tag, subs, from_back, first_touch)) >= 0;) {
+            // The owner takes half of what is left of its slice at a time (8, 4, 2, 1, 1 of 16
+            // sub-chunks), each run as one range; thieves take one sub-chunk at a time from the back.
+            uint64_t run = 0;
+            for (int64_t sub; (sub = detail::claim_run(slots_[j].word, round.tag, subs, from_back, !from_back,
+                                                       first_touch, &run)) >= 0;) {
                 const size_t s = static_cast<size_t>(sub);
                 const size_t sub_begin = begin + length * s / subs;
-                const size_t sub_end = begin + length * (s + 1) / subs;
+                const size_t sub_end = begin + length * (s + run) / subs;
                 run_chunk(round, sub_begin, sub_end);
                 out.done += sub_end - sub_begin;
                 ++taken;

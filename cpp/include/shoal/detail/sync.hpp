@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <climits>
 #include <cstddef>
@@ -111,35 +112,45 @@ enum class FirstTouch : uint8_t {
 };
 
 /**
- * Claims one chunk of `word` for the round tagged `tag`, whose word holds `count` chunks in that
- * round; from the front (owner) or the back (thief). Returns the chunk index, or -1 if none is
- * left or the word belongs to a round this claim may not touch. A word still tagged with an older
- * round is initialised for this round by the same CAS (the first touch of a slice in a round).
+ * Claims chunks of `word` for the round tagged `tag`, whose word holds `count` chunks in that round:
+ * from the back (a thief) one chunk; from the front (the owner) one, or with `half` half of those
+ * left (at least one), which the owner runs as one range. Returns the first chunk claimed and sets
+ * `*taken` to how many, or returns -1 if none is left or the word belongs to a round this claim may
+ * not touch. A word still tagged with an older round is initialised for this round by the same CAS
+ * (the first touch of a slice in a round).
  */
-[[nodiscard]] inline int64_t claim(std::atomic<uint64_t>& word, uint64_t tag, uint64_t count, bool from_back,
-                                   FirstTouch first_touch) noexcept {
+[[nodiscard]] inline int64_t claim_run(std::atomic<uint64_t>& word, uint64_t tag, uint64_t count, bool from_back,
+                                       bool half, FirstTouch first_touch, uint64_t* taken) noexcept {
     tag &= kTagMask;
     uint64_t v = word.load(std::memory_order_relaxed);
     for (;;) {
-        uint64_t desired;
-        uint64_t index;
+        uint64_t front, back;
         const uint64_t word_tag = v >> kTagShift;
         if (word_tag == tag) {
-            const uint64_t front = (v >> kIndexBits) & kIndexMask, back = v & kIndexMask;
-            if (front >= back) return -1;
-            index = from_back ? back - 1 : front;
-            desired = from_back ? v - 1 : v + (uint64_t{1} << kIndexBits);
+            front = (v >> kIndexBits) & kIndexMask;
+            back = v & kIndexMask;
         } else if (first_touch == FirstTouch::Always || tag_is_older(word_tag, tag)) {
-            if (count == 0) return -1;
-            index = from_back ? count - 1 : 0;
-            desired = from_back ? pack_claim(tag, 0, count - 1) : pack_claim(tag, 1, count);
+            front = 0;
+            back = count;
         } else {
             return -1;
         }
+        if (front >= back) return -1;
+        const uint64_t n = from_back || !half ? 1 : std::max<uint64_t>(1, (back - front) / 2);
+        const uint64_t index = from_back ? back - 1 : front;
+        const uint64_t desired = from_back ? pack_claim(tag, front, back - 1) : pack_claim(tag, front + n, back);
         if (word.compare_exchange_weak(v, desired, std::memory_order_relaxed, std::memory_order_relaxed)) {
+            *taken = n;
             return static_cast<int64_t>(index);
         }
     }
+}
+
+/** claim_run() of a single chunk. */
+[[nodiscard]] inline int64_t claim(std::atomic<uint64_t>& word, uint64_t tag, uint64_t count, bool from_back,
+                                   FirstTouch first_touch) noexcept {
+    uint64_t taken = 0;
+    return claim_run(word, tag, count, from_back, false, first_touch, &taken);
 }
 
 // ---- doorbell ---------------------------------------------------------------------------------
