@@ -180,7 +180,7 @@ def test_sdk_env_reports_are_the_same_on_every_thread_count():
     runs = {}
     for threads, schedule in ((0, "static"), (1, "static"), (2, "static"), (3, "dynamic")):
         with make(
-            Deep,  # rewards with 24 fractional bits: sums that depend on their order
+            Deep,  # fractional rewards (float sums in double are exact here, so this guards the blocks, not their order)
             env_kwargs={"work": 10},
             backend="Multithreading",
             num_envs=num_envs,
