@@ -205,6 +205,20 @@ def test_each_report_averages_the_episodes_ended_since_the_last(env_class, threa
     assert reports >= 10 and len(window) < num_envs
 
 
+def test_a_class_log_interval_is_accepted_and_changes_nothing(env_class):
+    """PufferLib configs pass the class's ``log_interval`` (its own class's step cadence of reports);
+    shoal accepts it and reports as it always does: the same infos, step for step."""
+    cls = env_class("squared")
+    runs = []
+    for kwargs in ({}, {"log_interval": 3}):
+        with make(cls, backend="Multithreading", num_envs=16, seed=2, env_kwargs=kwargs) as vecenv:
+            actions = action_batches(vecenv, 200, seed=2)
+            vecenv.reset(2)
+            runs.append([vecenv.step(actions[t])[4] for t in range(200)])
+    assert sum(len(infos) for infos in runs[0]) >= 3
+    assert runs[0] == runs[1]
+
+
 def test_reports_of_many_envs_are_the_same_on_every_thread_count(env_class):
     """Above one collection block (NativeVec::kLogBlockEnvs, 256), the pool's threads take the blocks
     of a report in parallel: every report must be bit-identical to T=0's and still average exactly

@@ -28,7 +28,9 @@ class OceanEnv(NativeEnv):
     shoal truncations unless ``max_episode_steps`` is given: then shoal truncates and resets
     (``c_reset``) an env that ran that many steps since its last logged episode end. Infos carry the env's
     ``Log`` as PufferLib's ``vec_log`` reports it: each field averaged over the ``n`` episodes
-    (agent episodes, for multi-agent envs) that ended since the last report.
+    (agent episodes, for multi-agent envs) that ended since the last report. Reports come about once
+    per ``num_envs`` episodes, as for every native env; a class's ``log_interval`` (the step cadence of
+    PufferLib's own class) is accepted, so that PufferLib configs run unchanged, and has no effect.
     """
 
     ocean: dict = {}
