@@ -413,9 +413,10 @@ private:
             size_t taken = 0;
             // The owner takes half of what is left of its slice at a time (8, 4, 2, 1, 1 of 16
             // sub-chunks), each run as one range; thieves take one sub-chunk at a time from the back.
+            const detail::Take take = from_back ? detail::Take::Back : detail::Take::FrontHalf;
             uint64_t run = 0;
-            for (int64_t sub; (sub = detail::claim_run(slots_[j].word, round.tag, subs, from_back, !from_back,
-                                                       first_touch, &run)) >= 0;) {
+            for (int64_t sub;
+                 (sub = detail::claim_run(slots_[j].word, round.tag, subs, take, first_touch, &run)) >= 0;) {
                 const size_t s = static_cast<size_t>(sub);
                 const size_t sub_begin = begin + length * s / subs;
                 const size_t sub_end = begin + length * (s + run) / subs;

@@ -111,16 +111,22 @@ enum class FirstTouch : uint8_t {
     Always,   ///< the caller of the round: it is never late, so any other tag is an older one
 };
 
+/// What one claim takes from a claim word.
+enum class Take : uint8_t {
+    Front,      ///< one chunk from the front
+    Back,       ///< one chunk from the back (a thief)
+    FrontHalf,  ///< half of what is left from the front, at least one (a static slice's owner)
+};
+
 /**
- * Claims chunks of `word` for the round tagged `tag`, whose word holds `count` chunks in that round:
- * from the back (a thief) one chunk; from the front (the owner) one, or with `half` half of those
- * left (at least one), which the owner runs as one range. Returns the first chunk claimed and sets
- * `*taken` to how many, or returns -1 if none is left or the word belongs to a round this claim may
- * not touch. A word still tagged with an older round is initialised for this round by the same CAS
+ * Claims chunks of `word` for the round tagged `tag`, whose word holds `count` chunks in that round,
+ * as `take` says. Returns the first chunk claimed and sets `*taken` to how many (an owner runs them
+ * as one range), or returns -1 if none is left or the word belongs to a round this claim may not
+ * touch. A word still tagged with an older round is initialised for this round by the same CAS
  * (the first touch of a slice in a round).
  */
-[[nodiscard]] inline int64_t claim_run(std::atomic<uint64_t>& word, uint64_t tag, uint64_t count, bool from_back,
-                                       bool half, FirstTouch first_touch, uint64_t* taken) noexcept {
+[[nodiscard]] inline int64_t claim_run(std::atomic<uint64_t>& word, uint64_t tag, uint64_t count, Take take,
+                                       FirstTouch first_touch, uint64_t* taken) noexcept {
     tag &= kTagMask;
     uint64_t v = word.load(std::memory_order_relaxed);
     for (;;) {
@@ -136,9 +142,10 @@ enum class FirstTouch : uint8_t {
             return -1;
         }
         if (front >= back) return -1;
-        const uint64_t n = from_back || !half ? 1 : std::max<uint64_t>(1, (back - front) / 2);
-        const uint64_t index = from_back ? back - 1 : front;
-        const uint64_t desired = from_back ? pack_claim(tag, front, back - 1) : pack_claim(tag, front + n, back);
+        const uint64_t n = take == Take::FrontHalf ? std::max<uint64_t>(1, (back - front) / 2) : 1;
+        const uint64_t index = take == Take::Back ? back - 1 : front;
+        const uint64_t desired =
+            take == Take::Back ? pack_claim(tag, front, back - 1) : pack_claim(tag, front + n, back);
         if (word.compare_exchange_weak(v, desired, std::memory_order_relaxed, std::memory_order_relaxed)) {
             *taken = n;
             return static_cast<int64_t>(index);
@@ -146,11 +153,11 @@ enum class FirstTouch : uint8_t {
     }
 }
 
-/** claim_run() of a single chunk. */
+/** One chunk from the front or the back: claim_run() with Take::Front or Take::Back. */
 [[nodiscard]] inline int64_t claim(std::atomic<uint64_t>& word, uint64_t tag, uint64_t count, bool from_back,
                                    FirstTouch first_touch) noexcept {
     uint64_t taken = 0;
-    return claim_run(word, tag, count, from_back, false, first_touch, &taken);
+    return claim_run(word, tag, count, from_back ? Take::Back : Take::Front, first_touch, &taken);
 }
 
 // ---- doorbell ---------------------------------------------------------------------------------
