@@ -14,6 +14,7 @@ from rollouts import assert_same, rollout
 # any formula), and how many steps that run takes.
 PARITY = {
     "HalfCheetah-v5": ({}, 2000),
+    "Hopper-v5": ({}, 2000),
 }
 PARITY_ENVS = 2
 
@@ -89,7 +90,7 @@ def test_task_equals_gymnasium_step_for_step(task_id):
     assert ends >= PARITY_ENVS, f"{task_id}: the parity run must cover episode ends"
 
 
-@pytest.fixture(scope="module", params=["HalfCheetah-v5"])
+@pytest.fixture(scope="module", params=list(PARITY))
 def noisy_reference(request):
     """With reset noise and short episodes: Serial's rollout of 4 envs, the reference of every backend."""
     cls = task_class(request.param, max_episode_steps=60)

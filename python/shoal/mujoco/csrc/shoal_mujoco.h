@@ -139,15 +139,43 @@ static inline SHOAL_UNUSED double shoal_mj_normal(shoal_rng* rng) {
     return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
 }
 
-/** Gymnasium's reset(): mj_resetData, qpos0 + U(-s, s) and 0 + s * N(0, 1), mj_forward. */
-static inline SHOAL_UNUSED void shoal_mj_reset(shoal_mj* mj) {
+/** How a task draws its initial qvel noise: Gymnasium's tasks differ. */
+typedef enum shoal_mj_qvel_noise {
+    SHOAL_MJ_QVEL_UNIFORM = 0, /* 0 + U(-s, s) */
+    SHOAL_MJ_QVEL_NORMAL = 1,  /* 0 + s * N(0, 1) */
+} shoal_mj_qvel_noise;
+
+/** Gymnasium's reset(): mj_resetData, qpos = qpos0 + U(-s, s), qvel as `qvel_noise` says, mj_forward. */
+static inline SHOAL_UNUSED void shoal_mj_reset(shoal_mj* mj, shoal_mj_qvel_noise qvel_noise) {
     const mjModel* m = mj->model;
     mjData* d = mj->data;
     mj_resetData(m, d);
     const double s = mj->reset_noise_scale, low = -s, high = s;
-    for (int i = 0; i < m->nq; ++i) d->qpos[i] = m->qpos0[i] + (low + (high - low) * shoal_rng_double(&mj->base.rng));
-    for (int i = 0; i < m->nv; ++i) d->qvel[i] = 0.0 + s * shoal_mj_normal(&mj->base.rng);
+    shoal_rng* rng = &mj->base.rng;
+    for (int i = 0; i < m->nq; ++i) d->qpos[i] = m->qpos0[i] + (low + (high - low) * shoal_rng_double(rng));
+    for (int i = 0; i < m->nv; ++i)
+        d->qvel[i] = qvel_noise == SHOAL_MJ_QVEL_NORMAL ? 0.0 + s * shoal_mj_normal(rng)
+                                                        : 0.0 + (low + (high - low) * shoal_rng_double(rng));
     mj_forward(m, d);
+}
+
+/** np.clip(x, low, high) (NaN stays NaN). */
+static inline SHOAL_UNUSED double shoal_mj_clip(double x, double low, double high) {
+    return x < low ? low : x > high ? high : x;
+}
+
+/** Copies n doubles clipped to [low, high] into the observation from element `at`; returns the next. */
+static inline SHOAL_UNUSED int shoal_mj_put_clipped(shoal_mj* mj, int at, const mjtNum* values, int n, double low,
+                                                    double high) {
+    double* out = (double*)mj->base.observations + at;
+    for (int i = 0; i < n; ++i) out[i] = shoal_mj_clip(values[i], low, high);
+    return at + n;
+}
+
+/** Ends the episode as a termination (Gymnasium's terminated=True). */
+static inline SHOAL_UNUSED int shoal_mj_terminate(shoal_mj* mj) {
+    mj->base.terminals[0] = 1;
+    return SHOAL_EPISODE_OVER;
 }
 
 /** Gymnasium's do_simulation(): ctrl = the env's actions, frame_skip steps; with `post_constraint`

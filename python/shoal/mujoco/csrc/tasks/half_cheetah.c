@@ -40,7 +40,7 @@ static int half_cheetah_init(HalfCheetah* env) {
 }
 
 static void half_cheetah_reset(HalfCheetah* env) {
-    shoal_mj_reset(&env->mj);
+    shoal_mj_reset(&env->mj, SHOAL_MJ_QVEL_NORMAL);
     half_cheetah_observe(env);
 }
 
