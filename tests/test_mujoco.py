@@ -15,6 +15,7 @@ from rollouts import assert_same, rollout
 PARITY = {
     "HalfCheetah-v5": ({}, 2000),
     "Hopper-v5": ({}, 2000),
+    "Walker2d-v5": ({}, 2000),
 }
 PARITY_ENVS = 2
 
