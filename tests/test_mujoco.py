@@ -16,6 +16,7 @@ PARITY = {
     "HalfCheetah-v5": ({}, 2000),
     "Hopper-v5": ({}, 2000),
     "Walker2d-v5": ({}, 2000),
+    "Ant-v5": ({}, 2000),
 }
 PARITY_ENVS = 2
 

@@ -243,6 +243,32 @@ static inline SHOAL_UNUSED double shoal_mj_sum_f64(const double* a, int n) {
     return shoal_mj_sum_f64(a, half) + shoal_mj_sum_f64(a + half, n - half);
 }
 
+/* np.sum(np.square(np.clip(a, low, high))) of a float64 array, in the pairwise order of np.sum, the
+ * squares made on the fly (contact costs: no scratch array per step). */
+static inline SHOAL_UNUSED double shoal_mj_sum_clipped_squares(const double* a, int n, double low, double high) {
+#define SHOAL_MJ_SQ(I) (shoal_mj_clip(a[I], low, high) * shoal_mj_clip(a[I], low, high))
+    if (n < 8) {
+        double sum = 0.0;
+        for (int i = 0; i < n; ++i) sum += SHOAL_MJ_SQ(i);
+        return sum;
+    }
+    if (n <= 128) {
+        double r[8];
+        for (int k = 0; k < 8; ++k) r[k] = SHOAL_MJ_SQ(k);
+        int i = 8;
+        for (; i + 8 <= n; i += 8)
+            for (int k = 0; k < 8; ++k) r[k] += SHOAL_MJ_SQ(i + k);
+        double sum = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        for (; i < n; ++i) sum += SHOAL_MJ_SQ(i);
+        return sum;
+    }
+#undef SHOAL_MJ_SQ
+    int half = n / 2;
+    half -= half % 8;
+    return shoal_mj_sum_clipped_squares(a, half, low, high) +
+           shoal_mj_sum_clipped_squares(a + half, n - half, low, high);
+}
+
 /** Gymnasium's control cost with float32 actions: weight * np.sum(np.square(action)), which numpy
  * computes in float32 (a Python float times a float32 is a float32). */
 static inline SHOAL_UNUSED float shoal_mj_control_cost(const shoal_mj* mj, double weight) {
