@@ -17,6 +17,7 @@ PARITY = {
     "Hopper-v5": ({}, 2000),
     "Walker2d-v5": ({}, 2000),
     "Ant-v5": ({}, 2000),
+    "Humanoid-v5": ({}, 2000),
 }
 PARITY_ENVS = 2
 
