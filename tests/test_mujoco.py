@@ -18,6 +18,8 @@ PARITY = {
     "Walker2d-v5": ({}, 2000),
     "Ant-v5": ({}, 2000),
     "Humanoid-v5": ({}, 2000),
+    "Swimmer-v5": ({}, 2000),
+    "InvertedPendulum-v5": ({}, 2000),
 }
 PARITY_ENVS = 2
 
