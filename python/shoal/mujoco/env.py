@@ -25,15 +25,16 @@ RENDER_KEYWORDS = (
 )
 
 
-def expand_model_path(xml_file) -> str:
+def expand_model_path(xml_file, assets: str | None = None) -> str:
     """Gymnasium's rule (mujoco_env.expand_model_path): a path starting with '.', '/' or '~' is the
-    user's, any other name one of Gymnasium's assets. Absolute, so that worker processes load the same file."""
+    user's, any other name one of Gymnasium's assets (or of ``assets``). Absolute, so that worker
+    processes load the same file."""
     text = os.fspath(xml_file)
     if text.startswith(("~",)):
         return str(Path(text).expanduser().resolve())
     if text.startswith((".", "/")):
         return str(Path(text).resolve())
-    return str(assets_dir() / text)
+    return str(Path(assets) / text if assets else assets_dir() / text)
 
 
 class MujocoEnv(NativeEnv):
@@ -98,9 +99,9 @@ class MujocoEnv(NativeEnv):
         if "xml_file" in merged:
             if not isinstance(merged["xml_file"], (str, os.PathLike)):
                 raise APIUsageError(f"{cls.task.id}: parameter xml_file must be a path, got {merged['xml_file']!r}")
-            merged["xml_file"] = expand_model_path(merged["xml_file"])
+            merged["xml_file"] = expand_model_path(merged["xml_file"], cls.task.assets)
         else:
-            merged["xml_file"] = expand_model_path(_default(cls.spec.describe(), "xml_file"))
+            merged["xml_file"] = expand_model_path(_default(cls.spec.describe(), "xml_file"), cls.task.assets)
         return merged
 
     @classmethod
@@ -144,8 +145,9 @@ def task_class(task: Task, library: Path | None = None, **kwargs) -> type[Mujoco
 
 
 def source_class(source: Path, symbol: str, task_id: str | None = None, **kwargs) -> type[MujocoEnv]:
-    """A MujocoEnv class for a user's own task file ``source`` (SHOAL_MJ_TASK(symbol, ...) in C)."""
+    """A MujocoEnv class for a user's own task file ``source`` (SHOAL_MJ_TASK(symbol, ...) in C), compiled
+    (cached) against shoal's headers and the MuJoCo wheel; a bare ``xml_file`` name is looked up beside it."""
     source = Path(source).resolve()
     library = build_source(source, symbol)
-    task = Task(id=task_id or symbol, symbol=symbol, gymnasium_module="")
+    task = Task(id=task_id or symbol, symbol=symbol, gymnasium_module="", assets=str(source.parent))
     return task_class(task, library, **kwargs)

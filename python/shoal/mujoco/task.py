@@ -12,6 +12,7 @@ class Task:
     id: str  # Gymnasium's id, e.g. "HalfCheetah-v5"
     symbol: str  # the C name given to SHOAL_MJ_TASK, also the C file's stem
     gymnasium_module: str  # the Gymnasium module whose definitions the C code follows
+    assets: str | None = None  # where bare xml_file names are found (None: Gymnasium's assets)
 
     @property
     def source(self) -> str:
