@@ -169,7 +169,8 @@ def test_shoal_envs_lists_the_tasks(capsys):
     from shoal.cli import main
 
     assert main(["envs"]) == 0
-    assert all(task in capsys.readouterr().out for task in shoal.mujoco.available())
+    out = capsys.readouterr().out
+    assert len(shoal.mujoco.available()) >= 7 and all(task in out for task in shoal.mujoco.available())
 
 
 def test_episode_stats_carry_the_reward_terms():
