@@ -39,12 +39,27 @@ struct Library {
     // Never dlclose: env code may still be referenced by thread-local state of pool threads.
 };
 
+/// One vector's copy of a spec, as its configure() and its TEXT parameters made it, and the shared
+/// state configure() set up (released after the last vector using it is gone).
+struct Configured {
+    shoal_env_spec spec{};
+    std::vector<shoal_param> params;
+    std::vector<std::string> texts;  // the TEXT parameters' values; params[].default_text points here
+    Configured() = default;
+    Configured(const Configured&) = delete;
+    Configured& operator=(const Configured&) = delete;
+    ~Configured() {
+        if (spec.release_shared && spec.shared) spec.release_shared(spec.shared);
+    }
+};
+
 /// A spec plus what keeps its code loaded.
 struct Spec {
     const shoal_env_spec* spec;
-    std::shared_ptr<Library> library;  // null for bundled envs
-    std::string path;                  // library path, empty for bundled envs
-    std::string name;                  // NAME of SHOAL_EXPORT_ENV
+    std::shared_ptr<Library> library;                  // null for bundled envs
+    std::string path;                                  // library path, empty for bundled envs
+    std::string name;                                  // NAME of SHOAL_EXPORT_ENV
+    std::shared_ptr<Configured> configured = nullptr;  // set for one vector's configured copy
 };
 
 /// The bundled envs, one entry per folder cpp/envs/<name>/ (bundled_envs.h is generated from them).
@@ -80,8 +95,54 @@ Spec load_spec(const std::string& path, const std::string& name) {
     return Spec{spec, std::make_shared<Library>(handle), path, name};
 }
 
+/// The spec of one vector with these parameters (`row`: env 0's row of the parameter matrix, `texts`: the
+/// TEXT parameters' values in order): the spec itself when it has neither configure() nor TEXT parameters,
+/// else a copy with the texts in place, configured. Throws UsageError with configure()'s message.
+Spec configure_spec(const Spec& base, py::array_t<double, py::array::c_style | py::array::forcecast> row,
+                    const std::vector<std::string>& texts) {
+    const shoal_env_spec& s = *base.spec;
+    size_t text_params = 0;
+    for (int32_t p = 0; p < s.num_params; ++p) text_params += s.params[p].type == SHOAL_PARAM_TEXT;
+    if (!s.configure && text_params == 0) return base;
+    if (row.ndim() != 1 || size_t(row.shape(0)) != shoal::param_columns(s))
+        throw UsageError("params must be one row of " + std::to_string(shoal::param_columns(s)) + " values");
+    if (texts.size() != text_params)
+        throw UsageError(std::to_string(texts.size()) + " texts for " + std::to_string(text_params) +
+                         " TEXT parameters");
+    auto configured = std::make_shared<Configured>();
+    configured->spec = s;
+    configured->params.assign(s.params, s.params + s.num_params);
+    configured->texts = texts;
+    for (size_t p = 0, t = 0; p < configured->params.size(); ++p)
+        if (configured->params[p].type == SHOAL_PARAM_TEXT)
+            configured->params[p].default_text = configured->texts[t++].c_str();
+    configured->spec.params = configured->params.data();
+    configured->spec.shared = nullptr;
+    if (s.configure) {
+        // An env struct holding the parameters, as init() sees them; freed before configure's result is used.
+        const size_t align = std::max<size_t>(s.env_align, alignof(std::max_align_t));
+        std::unique_ptr<void, void (*)(void*)> scratch(
+            std::aligned_alloc(align, (s.env_size + align - 1) / align * align), &std::free);
+        if (!scratch) throw std::bad_alloc();
+        std::memset(scratch.get(), 0, s.env_size);
+        shoal::write_params(configured->spec, scratch.get(), row.data());
+        std::string error(SHOAL_ERROR_CAPACITY, '\0');
+        if (s.configure(&configured->spec, scratch.get(), error.data()) != 0) {
+            error.resize(std::strlen(error.c_str()));
+            // configure() judges the caller's parameters: a refusal is a usage error.
+            throw UsageError(std::string(s.name) + ": " + (error.empty() ? "configure() failed" : error));
+        }
+        shoal::validate_spec(configured->spec);
+    }
+    Spec spec = base;
+    spec.spec = &configured->spec;
+    spec.configured = std::move(configured);
+    return spec;
+}
+
 const char* dtype_name(shoal_dtype dtype) {
     switch (dtype) {
+        case SHOAL_FLOAT64: return "float64";
         case SHOAL_FLOAT32: return "float32";
         case SHOAL_UINT8: return "uint8";
         case SHOAL_INT8: return "int8";
@@ -149,8 +210,9 @@ public:
         if (num_envs == 0) throw UsageError("num_envs must be >= 1");
         const size_t rows = num_envs * size_t(s.num_agents);
         const size_t obs_bytes = shoal::observation_size(s) * shoal::dtype_size(s.obs_dtype);
-        if (params.ndim() != 2 || size_t(params.shape(0)) != num_envs || params.shape(1) != s.num_params)
-            throw UsageError("params must have shape (num_envs, num_params)");
+        if (params.ndim() != 2 || size_t(params.shape(0)) != num_envs ||
+            size_t(params.shape(1)) != shoal::param_columns(s))
+            throw UsageError("params must have shape (num_envs, parameter columns)");
         shoal::VecBuffers buffers;
         buffers.observations = checked_raw_buffer(observations, "observations", rows * obs_bytes);
         buffers.final_observations = checked_raw_buffer(final_observations, "final_observations", rows * obs_bytes);
@@ -473,14 +535,30 @@ py::dict describe(const Spec& spec) {
     d["action_nvec"] = std::vector<int32_t>(s.action_nvec, s.action_nvec + s.action_dims);
     d["action_low"] = s.action_low;
     d["action_high"] = s.action_high;
+    if (s.action_lows) {
+        d["action_lows"] = std::vector<float>(s.action_lows, s.action_lows + s.action_dims);
+        d["action_highs"] = std::vector<float>(s.action_highs, s.action_highs + s.action_dims);
+    } else {
+        d["action_lows"] = py::none();
+        d["action_highs"] = py::none();
+    }
     d["max_episode_steps"] = s.max_episode_steps;
     py::list params;
     for (int32_t i = 0; i < s.num_params; ++i) {
         const shoal_param& p = s.params[i];
         py::dict param;
         param["name"] = p.name;
-        param["type"] = p.type == SHOAL_PARAM_INT32 ? "int" : "float";
-        param["default"] = p.default_value;
+        const char* types[] = {"int", "float", "double", "bool", "pair", "text"};
+        param["type"] = types[p.type];
+        param["per_vector"] = p.type == SHOAL_PARAM_TEXT || (p.flags & SHOAL_PARAM_PER_VECTOR) != 0;
+        if (p.type == SHOAL_PARAM_PAIR)
+            param["default"] = py::make_tuple(p.default_value, p.default_high);
+        else if (p.type == SHOAL_PARAM_TEXT)
+            param["default"] = std::string(p.default_text ? p.default_text : "");
+        else if (p.type == SHOAL_PARAM_BOOL)
+            param["default"] = p.default_value != 0;
+        else
+            param["default"] = p.default_value;
         param["min"] = p.min_value;
         param["max"] = p.max_value;
         param["doc"] = p.doc ? p.doc : "";
@@ -525,6 +603,15 @@ PYBIND11_MODULE(_native, m) {
     py::class_<Spec>(m, "EnvSpec", "A native env type: sizes, spaces, parameters and callbacks.")
         .def_property_readonly("name", [](const Spec& s) { return std::string(s.spec->name); })
         .def("describe", &describe, "The spec as a dict (spaces, params, stats, time limit).")
+        .def("configure", &configure_spec, py::arg("params"), py::arg("texts"),
+             "The spec of one vector with these parameters (env 0's row, the TEXT parameters' values): "
+             "configure() run on a copy; the spec itself if it has neither configure() nor TEXT parameters.")
+        .def_property_readonly("configurable",
+                               [](const Spec& s) {
+                                   for (int32_t p = 0; p < s.spec->num_params; ++p)
+                                       if (s.spec->params[p].type == SHOAL_PARAM_TEXT) return true;
+                                   return s.spec->configure != nullptr;
+                               })
         .def(py::pickle(  // a spec crosses process boundaries as (library path, name)
             [](const Spec& s) { return py::make_tuple(s.path, s.name); },
             [](const py::tuple& state) {

@@ -131,6 +131,9 @@ def cmd_envs(args, overrides) -> int:
             )
         if info["stats"]:
             print(f"  stats: {', '.join(info['stats'])}")
+    from .mujoco import available
+
+    print(f"MuJoCo tasks ([env] name = mujoco:<id>; needs shoal[mujoco]): {', '.join(available())}")
     return 0
 
 

@@ -1,7 +1,7 @@
 """config.ini: [env] picks the env and its parameters, [vec] picks and tunes the backend, [run] sizes a run.
 
     [env]
-    name = cartpole            ; bundled native env, module:callable, gymnasium:<EnvId> or ocean:<env>
+    name = cartpole            ; bundled native env, module:callable, gymnasium:<EnvId>, ocean:<env> or mujoco:<EnvId>
     some_param = 3             ; every other key is a keyword parameter of the env (typed)
     ocean_source = PATH        ; ocean:<env> only: a PufferLib tree (default: the pufferlib 3.0.0 sdist)
 
@@ -240,6 +240,13 @@ def resolve_env(config: Config):
                 raise OceanError(f"name an Ocean env: ocean:<env>, one of {available(config.ocean_source)}")
             return env_class(attr, config.ocean_source, **config.env_kwargs)
         except OceanError as error:
+            raise ConfigError(f"{config.path}: [env] name = {name!r}: {error}") from None
+    if module_name == "mujoco":  # mujoco:<Gymnasium id>; the other [env] keys are the task's keywords
+        from .mujoco import env_class as mujoco_class
+
+        try:
+            return mujoco_class(attr, **config.env_kwargs)
+        except APIUsageError as error:
             raise ConfigError(f"{config.path}: [env] name = {name!r}: {error}") from None
     if not attr:
         raise ConfigError(

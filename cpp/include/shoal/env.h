@@ -72,14 +72,14 @@ extern "C" {
 #endif
 
 /** ABI version of shoal_env_spec; the core refuses specs built against another one. */
-#define SHOAL_ABI_VERSION 3
+#define SHOAL_ABI_VERSION 4
 
 #define SHOAL_EPISODE_RUNNING 0
 #define SHOAL_EPISODE_OVER 1
 
 #define SHOAL_MAX_OBS_DIMS 3
-#define SHOAL_MAX_ACTION_DIMS 16
-#define SHOAL_MAX_STATS 8
+#define SHOAL_MAX_ACTION_DIMS 64
+#define SHOAL_MAX_STATS 16
 #define SHOAL_ERROR_CAPACITY 160
 
 typedef enum shoal_dtype {
@@ -87,12 +87,14 @@ typedef enum shoal_dtype {
     SHOAL_UINT8 = 1,
     SHOAL_INT8 = 2,
     SHOAL_INT32 = 3,
+    SHOAL_FLOAT64 = 4,
 } shoal_dtype;
 
 typedef enum shoal_action_kind {
     SHOAL_ACTION_DISCRETE = 0,      /* one int32 per agent in [0, action_nvec[0]) */
     SHOAL_ACTION_MULTIDISCRETE = 1, /* action_dims int32 per agent, each in [0, action_nvec[d]) */
-    SHOAL_ACTION_BOX = 2,           /* action_dims float32 per agent in [action_low, action_high] */
+    SHOAL_ACTION_BOX = 2,           /* action_dims float32 per agent in [action_low, action_high], or per
+                                       dimension in [action_lows[d], action_highs[d]] */
 } shoal_action_kind;
 
 /** The part of every env struct that the core owns and fills; an env reads its buffers here.
@@ -113,28 +115,48 @@ typedef struct shoal_env {
     float stats[SHOAL_MAX_STATS]; /* episode stats the env accumulates; summed into the log at
                                      episode end and zeroed by the core on reset */
     char* error;                  /* SHOAL_ERROR_CAPACITY bytes owned by the core (kept off the hot lines) */
+    const void* shared;           /* the vector's shared read-only state (spec.configure), else NULL */
 } shoal_env;
 
 typedef enum shoal_param_type {
-    SHOAL_PARAM_INT32 = 0,
-    SHOAL_PARAM_FLOAT32 = 1,
+    SHOAL_PARAM_INT32 = 0,   /* int32_t field */
+    SHOAL_PARAM_FLOAT32 = 1, /* float field */
+    SHOAL_PARAM_FLOAT64 = 2, /* double field */
+    SHOAL_PARAM_BOOL = 3,    /* int32_t field holding 0 or 1; given as a Python bool */
+    SHOAL_PARAM_PAIR = 4,    /* double[2] field, given as a (low, high) pair with low <= high */
+    SHOAL_PARAM_TEXT = 5,    /* const char* field (the core owns the text); the same for every env */
 } shoal_param_type;
+
+/** shoal_param.flags: the parameter must have one value for every env of a vector (configure reads
+ * it: it decides the vector's layout or shared state). TEXT parameters always are. */
+#define SHOAL_PARAM_PER_VECTOR 1u
 
 /** A keyword parameter of the env, written by the core into the struct before init(). */
 typedef struct shoal_param {
     const char* name;
     shoal_param_type type;
-    size_t offset; /* offsetof(MyEnv, field) */
-    double default_value;
-    double min_value; /* inclusive bounds, checked in Python before any env is built */
+    size_t offset;        /* offsetof(MyEnv, field) */
+    double default_value; /* PAIR: the default low */
+    double min_value;     /* inclusive bounds of every number (both of a PAIR), checked in Python */
     double max_value;
     const char* doc;
+    uint32_t flags;           /* SHOAL_PARAM_PER_VECTOR or 0 */
+    double default_high;      /* PAIR: the default high */
+    const char* default_text; /* TEXT: the default (NULL means "") */
 } shoal_param;
 
 #define SHOAL_PARAM_INT(TYPE, FIELD, DEFAULT, MIN, MAX, DOC) \
-    {#FIELD, SHOAL_PARAM_INT32, offsetof(TYPE, FIELD), (DEFAULT), (MIN), (MAX), (DOC)}
+    {#FIELD, SHOAL_PARAM_INT32, offsetof(TYPE, FIELD), (DEFAULT), (MIN), (MAX), (DOC), 0, 0, NULL}
 #define SHOAL_PARAM_FLOAT(TYPE, FIELD, DEFAULT, MIN, MAX, DOC) \
-    {#FIELD, SHOAL_PARAM_FLOAT32, offsetof(TYPE, FIELD), (DEFAULT), (MIN), (MAX), (DOC)}
+    {#FIELD, SHOAL_PARAM_FLOAT32, offsetof(TYPE, FIELD), (DEFAULT), (MIN), (MAX), (DOC), 0, 0, NULL}
+#define SHOAL_PARAM_DOUBLE(TYPE, FIELD, DEFAULT, MIN, MAX, DOC) \
+    {#FIELD, SHOAL_PARAM_FLOAT64, offsetof(TYPE, FIELD), (DEFAULT), (MIN), (MAX), (DOC), 0, 0, NULL}
+#define SHOAL_PARAM_FLAG(TYPE, FIELD, DEFAULT, FLAGS, DOC) \
+    {#FIELD, SHOAL_PARAM_BOOL, offsetof(TYPE, FIELD), (DEFAULT), 0, 1, (DOC), (FLAGS), 0, NULL}
+#define SHOAL_PARAM_RANGE(TYPE, FIELD, LOW, HIGH, MIN, MAX, DOC) \
+    {#FIELD, SHOAL_PARAM_PAIR, offsetof(TYPE, FIELD), (LOW), (MIN), (MAX), (DOC), 0, (HIGH), NULL}
+#define SHOAL_PARAM_STRING(TYPE, FIELD, DEFAULT, DOC) \
+    {#FIELD, SHOAL_PARAM_TEXT, offsetof(TYPE, FIELD), 0, 0, 0, (DOC), SHOAL_PARAM_PER_VECTOR, 0, (DEFAULT)}
 #define SHOAL_COUNT(ARRAY) ((int32_t)(sizeof(ARRAY) / sizeof((ARRAY)[0])))
 
 struct shoal_range;
@@ -185,6 +207,22 @@ typedef struct shoal_env_spec {
      * caller) and keeps no tallies of its own for such an env: the range's return_sums, length_sums,
      * episode_counts and stat_sums are NULL in its step_range, which must then be the spec's own. */
     void (*take_log)(struct shoal_range* range, double* stat_sums, uint64_t* episodes);
+
+    /* optional: per-dimension Box bounds (action_dims each). action_low/action_high then bound a box
+     * inside every dimension's range: the core's fast check accepts what lies in it and hands every
+     * other action to the exact per-dimension check (NaN bounds: every action goes there). */
+    const float* action_lows;
+    const float* action_highs;
+    /* optional: sets up one vector, once, on the caller, before any env's init(). `spec` is the
+     * vector's own copy of this spec, which configure may change where the parameters decide it
+     * (obs_shape, action_dims and bounds, max_episode_steps) and whose `shared` it may set: state every
+     * env of the vector reads through base.shared, read-only (several threads read it at once).
+     * `params` is an env struct holding the vector's parameters (PER_VECTOR ones are the same in every
+     * env; the others are env 0's). Returns 0, or nonzero with a message written to `error`
+     * (SHOAL_ERROR_CAPACITY bytes), raised as shoal.EnvError. */
+    int (*configure)(struct shoal_env_spec* spec, const void* params, char* error);
+    void* shared;                         /* set by configure on the vector's copy; NULL otherwise */
+    void (*release_shared)(void* shared); /* frees `shared` after the vector's last env closed */
 } shoal_env_spec;
 
 /** Reports an error from env code; the core raises it in Python after the call, naming the env. */

@@ -30,6 +30,7 @@ namespace shoal {
         case SHOAL_UINT8: return 1;
         case SHOAL_INT8: return 1;
         case SHOAL_INT32: return 4;
+        case SHOAL_FLOAT64: return 8;
     }
     throw UsageError("unknown observation dtype " + std::to_string(int(dtype)));
 }
@@ -39,6 +40,69 @@ namespace shoal {
     size_t size = 1;
     for (int32_t d = 0; d < spec.obs_ndim; ++d) size *= size_t(spec.obs_shape[d]);
     return size;
+}
+
+/// Bytes of a parameter's field in the env struct.
+[[nodiscard]] inline size_t param_size(shoal_param_type type) {
+    switch (type) {
+        case SHOAL_PARAM_INT32:
+        case SHOAL_PARAM_FLOAT32:
+        case SHOAL_PARAM_BOOL: return 4;
+        case SHOAL_PARAM_FLOAT64: return 8;
+        case SHOAL_PARAM_PAIR: return 16;
+        case SHOAL_PARAM_TEXT: return sizeof(const char*);
+    }
+    return 0;
+}
+
+/// Values a parameter takes in a row of the parameter matrix (a PAIR two, a TEXT none: its text
+/// is the vector's, in the spec copy's default_text).
+[[nodiscard]] inline size_t param_columns(shoal_param_type type) noexcept {
+    return type == SHOAL_PARAM_PAIR ? 2 : type == SHOAL_PARAM_TEXT ? 0 : 1;
+}
+
+/// Columns of the parameter matrix (one row per env).
+[[nodiscard]] inline size_t param_columns(const shoal_env_spec& spec) noexcept {
+    size_t columns = 0;
+    for (int32_t p = 0; p < spec.num_params; ++p) columns += param_columns(spec.params[p].type);
+    return columns;
+}
+
+/// Writes one env's parameters (`values`: a row of param_columns(spec) values; null = the defaults)
+/// into its struct.
+inline void write_params(const shoal_env_spec& spec, void* env, const double* values) noexcept {
+    unsigned char* bytes = static_cast<unsigned char*>(env);
+    size_t column = 0;
+    for (int32_t p = 0; p < spec.num_params; ++p) {
+        const shoal_param& param = spec.params[p];
+        unsigned char* field = bytes + param.offset;
+        const double value = values ? values[column] : param.default_value;
+        switch (param.type) {
+            case SHOAL_PARAM_INT32:
+            case SHOAL_PARAM_BOOL: {
+                const int32_t v = int32_t(value);
+                std::memcpy(field, &v, sizeof v);
+                break;
+            }
+            case SHOAL_PARAM_FLOAT32: {
+                const float v = float(value);
+                std::memcpy(field, &v, sizeof v);
+                break;
+            }
+            case SHOAL_PARAM_FLOAT64: std::memcpy(field, &value, sizeof value); break;
+            case SHOAL_PARAM_PAIR: {
+                const double pair[2] = {value, values ? values[column + 1] : param.default_high};
+                std::memcpy(field, pair, sizeof pair);
+                break;
+            }
+            case SHOAL_PARAM_TEXT: {
+                const char* text = param.default_text ? param.default_text : "";
+                std::memcpy(field, &text, sizeof text);
+                break;
+            }
+        }
+        column += param_columns(param.type);
+    }
 }
 
 /// Throws UsageError if the spec breaks the ABI contract of env.h.
@@ -63,26 +127,39 @@ inline void validate_spec(const shoal_env_spec& spec) {
     for (int32_t d = 0; d < spec.obs_ndim; ++d)
         if (spec.obs_shape[d] < 1) fail("obs_shape entries must be >= 1");
     if (spec.action_kind < SHOAL_ACTION_DISCRETE || spec.action_kind > SHOAL_ACTION_BOX) fail("unknown action_kind");
-    if (spec.action_dims < 1 || spec.action_dims > SHOAL_MAX_ACTION_DIMS) fail("action_dims must be in [1, 16]");
+    if (spec.action_dims < 1 || spec.action_dims > SHOAL_MAX_ACTION_DIMS)
+        fail("action_dims must be in [1, " + std::to_string(SHOAL_MAX_ACTION_DIMS) + "]");
     if (spec.action_kind == SHOAL_ACTION_DISCRETE && spec.action_dims != 1)
         fail("DISCRETE actions have action_dims == 1");
     if (spec.action_kind != SHOAL_ACTION_BOX)
         for (int32_t d = 0; d < spec.action_dims; ++d)
             if (spec.action_nvec[d] < 1) fail("action_nvec entries must be >= 1");
-    if (spec.action_kind == SHOAL_ACTION_BOX && !(spec.action_low <= spec.action_high))
+    if ((spec.action_lows == nullptr) != (spec.action_highs == nullptr))
+        fail("action_lows and action_highs go together");
+    if (spec.action_kind == SHOAL_ACTION_BOX && spec.action_lows) {
+        for (int32_t d = 0; d < spec.action_dims; ++d) {
+            const float low = spec.action_lows[d], high = spec.action_highs[d];
+            if (!(low <= high))
+                fail("action_lows[" + std::to_string(d) + "] > action_highs[" + std::to_string(d) + "]");
+            // The fast check's box must lie inside every dimension's range (NaN: it accepts nothing).
+            if (spec.action_low < low || spec.action_high > high)
+                fail("action_low/action_high must lie inside every dimension's bounds");
+        }
+    } else if (spec.action_kind == SHOAL_ACTION_BOX && !(spec.action_low <= spec.action_high)) {
         fail("action_low > action_high");
+    }
     if (spec.max_episode_steps < 0) fail("max_episode_steps must be >= 0");
     if (spec.num_params < 0 || (spec.num_params > 0 && !spec.params)) fail("params missing");
     for (int32_t p = 0; p < spec.num_params; ++p) {
         const shoal_param& param = spec.params[p];
         if (!param.name) fail("parameter " + std::to_string(p) + " has no name");
-        if (param.offset < sizeof(shoal_env) || param.offset + 4 > spec.env_size)
+        const size_t size = param_size(param.type);
+        if (size == 0) fail(std::string("parameter '") + param.name + "' has an unknown type");
+        if (param.offset < sizeof(shoal_env) || param.offset + size > spec.env_size)
             fail(std::string("parameter '") + param.name + "' lies outside the env struct (after base)");
-        if (param.type != SHOAL_PARAM_INT32 && param.type != SHOAL_PARAM_FLOAT32)
-            fail(std::string("parameter '") + param.name + "' has an unknown type");
     }
     if (spec.num_stats < 0 || spec.num_stats > SHOAL_MAX_STATS || (spec.num_stats > 0 && !spec.stat_names))
-        fail("num_stats must be in [0, 8] with stat_names");
+        fail("num_stats must be in [0, " + std::to_string(SHOAL_MAX_STATS) + "] with stat_names");
 }
 
 /// Caller-owned buffers of a whole vector; rows = num_envs * num_agents, C-contiguous.
@@ -229,7 +306,8 @@ public:
             base->env_index = int64_t(i);
             base->num_agents = spec.num_agents;
             base->error = errors_.get() + i * SHOAL_ERROR_CAPACITY;
-            write_params(base, params ? params + i * size_t(spec.num_params) : nullptr);
+            base->shared = spec.shared;
+            write_params(spec, base, params ? params + i * param_columns(spec) : nullptr);
         }
         final_observations_ = static_cast<unsigned char*>(buffers.final_observations);
         for (size_t i = 0; i < num_envs; ++i) {
@@ -348,21 +426,6 @@ private:
             tallies_.attach(range, begin);
         }
         return range;
-    }
-
-    void write_params(shoal_env* base, const double* values) const noexcept {
-        unsigned char* bytes = reinterpret_cast<unsigned char*>(base);
-        for (int32_t p = 0; p < spec_.num_params; ++p) {
-            const shoal_param& param = spec_.params[p];
-            const double value = values ? values[p] : param.default_value;
-            if (param.type == SHOAL_PARAM_INT32) {
-                const int32_t v = int32_t(value);
-                std::memcpy(bytes + param.offset, &v, sizeof v);
-            } else {
-                const float v = float(value);
-                std::memcpy(bytes + param.offset, &v, sizeof v);
-            }
-        }
     }
 
     void release(size_t initialized) noexcept {

@@ -239,11 +239,24 @@ def make_vector(
 REGISTERED = {"shoal/CartPole-v1": "cartpole", "shoal/Squared-v0": "squared", "shoal/Deep-v0": "deep"}
 
 
+def make_mujoco_vector(task_id: str, *args, **kwargs) -> GymnasiumVectorEnv:
+    """make_vector of shoal.mujoco's task ``task_id`` (compiled at first use)."""
+    from ..mujoco import env_class
+
+    return make_vector(env_class(task_id), *args, **kwargs)
+
+
 def register_envs() -> None:
-    """Registers the bundled single-agent native envs with ``gymnasium.make_vec`` (idempotent)."""
+    """Registers the bundled single-agent native envs, and shoal.mujoco's tasks as ``shoal/<Gymnasium id>``,
+    with ``gymnasium.make_vec`` (idempotent)."""
+    from ..mujoco import available
+
     for env_id, name in REGISTERED.items():
         if env_id not in gymnasium.registry:
             gymnasium.register(id=env_id, vector_entry_point=functools.partial(make_vector, name))
+    for task_id in available():
+        if f"shoal/{task_id}" not in gymnasium.registry:
+            gymnasium.register(id=f"shoal/{task_id}", vector_entry_point=functools.partial(make_mujoco_vector, task_id))
 
 
 register_envs()

@@ -16,7 +16,7 @@ from ..pufferenv import PufferEnv
 from ..seeding import check_seed
 from ..spaces import ActionChecker
 from ..validation import check_bool, check_choice, check_integer
-from .spec import action_space, observation_space, resolve_params
+from .spec import action_space, configured, observation_space, resolve_params
 
 SCHEDULES = ("static", "dynamic")
 MAX_THREADS = 1024
@@ -119,7 +119,7 @@ class NativeEnv(PufferEnv):
         per_env = 8 + 8 * len(info["params"])  # bytes of each env's row of parameters
         check_fits(num_envs * per_env, num_envs, "per-env parameters")
         try:
-            matrix, max_episode_steps = resolve_params(info, env_params or [params] * num_envs)
+            matrix, max_episode_steps, texts = resolve_params(info, env_params or [params] * num_envs)
         except MemoryError:
             raise out_of_memory(num_envs * per_env, num_envs, "per-env parameters") from None
         num_threads = check_threads(num_threads)
@@ -129,6 +129,8 @@ class NativeEnv(PufferEnv):
         if num_envs % num_buffers:
             raise APIUsageError(f"num_buffers must divide num_envs ({num_envs}), got {num_buffers}")
         self.num_envs = num_envs
+        # The spec of this vector: its layout and shared state may depend on the parameters.
+        self.vector_spec, info = configured(self.spec, info, matrix, texts)
         self.single_observation_space = observation_space(info)
         self.single_action_space = action_space(info)
         self.num_agents = info["num_agents"] * self.num_envs
@@ -136,7 +138,7 @@ class NativeEnv(PufferEnv):
         self.max_episode_steps = max_episode_steps
         b = self.buf
         self._vec = _native.Vector(
-            self.spec,
+            self.vector_spec,
             self.num_envs,
             matrix,
             max_episode_steps,

@@ -6,22 +6,14 @@ generated config header (spaces, agents, keyword parameters, stats) and compiles
 ``csrc/shoal_ocean_adapter.c``, which includes the binding. Everything happens in a temporary
 folder of the cache that is renamed into place only after the compiler succeeded, so a failure
 leaves nothing behind. Builds are keyed by the hash of every input, so a changed tree rebuilds.
-Each use marks a build as used; a new build of an env removes that env's builds beyond the
-KEEP_BUILDS_PER_ENV most recently used (never one used within IN_USE_SECONDS, which another
-process may be loading), and ``shoal ocean clean`` removes them all.
+The cache itself (keys, atomic builds, pruning, ``shoal ocean clean``) is shoal.native.builds'.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import math
-import os
 import re
 import shutil
-import subprocess
-import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +22,9 @@ from gymnasium import spaces
 
 import shoal
 
+from ..native import builds
+from ..native.builds import IN_USE_SECONDS, clean_builds, compiler, prune_builds
+from ..native.builds import KEEP_BUILDS_PER_NAME as KEEP_BUILDS_PER_ENV
 from .errors import OceanError
 from .pyclass import ClassModel
 from .source import build_cache_dir
@@ -58,10 +53,6 @@ _DTYPES = {
     np.dtype(np.int32): "SHOAL_INT32",
 }
 MAX_STATS = 8
-KEEP_BUILDS_PER_ENV = 8
-IN_USE_SECONDS = 24 * 3600
-STAGE_PREFIX = ".build-"
-STALE_STAGE_SECONDS = 3600  # a staging folder this old belongs to a build that died
 
 
 @dataclass(frozen=True)
@@ -74,10 +65,6 @@ class Library:
     params: tuple  # (name, "int" | "float") of my_init's keyword arguments (seed aside)
     stats: tuple  # stat names: "n", then my_log's keys (at most 8 in all)
     dropped_stats: tuple  # my_log keys beyond shoal's 8 stat slots
-
-
-def compiler() -> str:
-    return os.environ.get("CC", "cc")
 
 
 def log_keys(binding: Path) -> list[str]:
@@ -180,14 +167,6 @@ def _staged_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in STAGED_SUFFIXES)
 
 
-def _digest(parts) -> str:
-    digest = hashlib.sha256()
-    for part in parts:
-        digest.update(part if isinstance(part, bytes) else str(part).encode())
-        digest.update(b"\0")
-    return digest.hexdigest()
-
-
 def stage_sources(folder: Path, name: str, dest: Path) -> None:
     """Copies the env's C sources byte for byte to dest/ocean/<name>/, with shoal's contract at
     dest/ocean/env_binding.h."""
@@ -199,13 +178,7 @@ def stage_sources(folder: Path, name: str, dest: Path) -> None:
 
 
 def _run_compiler(command: list[str], cwd: Path, what: str) -> None:
-    try:
-        result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=600)
-    except FileNotFoundError:
-        raise OceanError(f"cannot compile {what}: C compiler {command[0]!r} not found (set CC)") from None
-    if result.returncode != 0:
-        output = (result.stdout + result.stderr).strip()
-        raise OceanError(f"compiling {what} failed ({' '.join(command[:1])} exit {result.returncode}):\n{output}")
+    builds.run_compiler(command, cwd, what, OceanError)
 
 
 def _include_flags(stage: Path) -> list[str]:
@@ -221,7 +194,7 @@ def build_library(name: str, folder: Path, model: ClassModel) -> Library:
     header = config_header(name, model, params, stats)
     cc = compiler()
     sources = _staged_files(folder)
-    key = _digest(
+    key = builds.digest(
         [
             *CFLAGS,
             *LIBRARY_FLAGS,
@@ -234,14 +207,8 @@ def build_library(name: str, folder: Path, model: ClassModel) -> Library:
         ]
     )
     root = build_cache_dir()
-    final = root / f"{name}-{key[:24]}"
-    library = Library(name, final / f"{name}.so", final, params, stats, dropped)
-    if library.path.is_file():
-        _mark_used(final)
-        return library
-    root.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(dir=root, prefix=f"{STAGE_PREFIX}{name}-"))
-    try:
+
+    def build(stage: Path) -> None:
         stage_sources(folder, name, stage)
         (stage / "shoal_ocean_config.h").write_text(header)
         command = [
@@ -257,64 +224,12 @@ def build_library(name: str, folder: Path, model: ClassModel) -> Library:
             "-lm",
         ]
         _run_compiler(command, stage, f"Ocean env {name!r} ({folder / 'binding.c'})")
-        try:
-            os.replace(stage, final)
-        except OSError:
-            if not library.path.is_file():  # not a concurrent build that finished first
-                raise
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
-    prune_builds(root, name)
-    return library
+
+    final = builds.cached_build(root, name, key, f"{name}.so", build)
+    return Library(name, final / f"{name}.so", final, params, stats, dropped)
 
 
-def _mark_used(entry: Path) -> None:
-    with contextlib.suppress(OSError):
-        os.utime(entry)
-
-
-def _builds(root: Path, name: str | None = None) -> list[Path]:
-    """The finished builds in ``root`` (of env ``name``, or of every env), most recently used first."""
-    pattern = re.compile(rf"^{re.escape(name) if name else '.+'}-[0-9a-f]{{24}}$")
-    try:
-        entries = [p for p in root.iterdir() if pattern.match(p.name) and p.is_dir()]
-    except OSError:
-        return []
-    return sorted(entries, key=_last_used, reverse=True)
-
-
-def _last_used(entry: Path) -> float:
-    try:
-        return entry.stat().st_mtime
-    except OSError:
-        return 0.0
-
-
-def prune_builds(root: Path, name: str) -> None:
-    """Removes the builds of env ``name`` beyond the KEEP_BUILDS_PER_ENV most recently used, except
-    those used in the last IN_USE_SECONDS."""
-    now = time.time()
-    for entry in _builds(root, name)[KEEP_BUILDS_PER_ENV:]:
-        if now - _last_used(entry) >= IN_USE_SECONDS:
-            shutil.rmtree(entry, ignore_errors=True)
-
-
-def clean_builds(root: Path) -> tuple[int, int]:
-    """Removes every finished build in ``root``, and staging folders left by builds that died; returns
-    (folders removed, bytes freed). A process that has a build loaded keeps it."""
-    now = time.time()
-    try:
-        stale_stages = [
-            p for p in root.iterdir() if p.name.startswith(STAGE_PREFIX) and now - _last_used(p) > STALE_STAGE_SECONDS
-        ]
-    except OSError:
-        return 0, 0
-    removed = freed = 0
-    for entry in _builds(root) + stale_stages:
-        freed += sum(f.stat().st_size for f in entry.rglob("*") if f.is_file())
-        shutil.rmtree(entry, ignore_errors=True)
-        removed += 1
-    return removed, freed
+__all__ = ["IN_USE_SECONDS", "KEEP_BUILDS_PER_ENV", "Library", "build_library", "clean_builds", "prune_builds"]
 
 
 def build_harness(library: Library, out: Path, shoal_rand: bool) -> Path:

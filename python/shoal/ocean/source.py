@@ -21,6 +21,7 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
+from ..native.builds import cache_dir
 from .errors import OceanError
 
 SDIST_PROJECT = "pufferlib"
@@ -29,14 +30,6 @@ SDIST_FILENAME = f"pufferlib-{SDIST_VERSION}.tar.gz"
 SDIST_SHA256 = "7df3a3e3f5f894d78d2a1f5374097890aec01473183e748abefe4f3faa10eaa9"
 DEFAULT_INDEX = "https://pypi.org/simple"
 _OCEAN_PREFIX = f"pufferlib-{SDIST_VERSION}/pufferlib/ocean/"
-
-
-def cache_dir() -> Path:
-    """shoal's cache: $SHOAL_CACHE_DIR, else $XDG_CACHE_HOME/shoal, else ~/.cache/shoal."""
-    if os.environ.get("SHOAL_CACHE_DIR"):
-        return Path(os.environ["SHOAL_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "shoal"
 
 
 def build_cache_dir() -> Path:

@@ -1,0 +1,325 @@
+/* shoal_mujoco.h — what every MuJoCo task of shoal.mujoco shares (and a user's own task can use).
+ *
+ * A task is a native env (shoal/env.h) whose struct starts with `shoal_mj mj` (itself starting with the
+ * `shoal_env base` the SDK requires). The vector's configure() loads the MJCF once into one mjModel,
+ * shared read-only by every env (base.shared); each env makes its own mjData in init() and frees it in
+ * close(). The action space is the model's ctrlrange, one Box dimension per actuator, as Gymnasium's
+ * MujocoEnv makes it. Everything here follows gymnasium/envs/mujoco/mujoco_env.py (v5 tasks):
+ *   reset:  mj_resetData, then qpos = qpos0 + U(-s, s), qvel = 0 + s * N(0, 1) (s = reset_noise_scale,
+ *           drawn from the env's own stream), then mj_forward;
+ *   step:   ctrl = action, frame_skip x mj_step (and mj_rnePostConstraint for tasks that read cfrc_ext),
+ *           dt = opt.timestep * frame_skip.
+ * Compile with -ffp-contract=off: fused multiply-adds would change the last bits of rewards that
+ * Gymnasium computes with separate operations.
+ */
+#pragma once
+
+#include <math.h>
+#include <mujoco/mujoco.h>
+
+#include "shoal/env.h"
+
+/** The part of a task's env struct that shoal_mj_* functions read and write. */
+typedef struct shoal_mj {
+    shoal_env base;
+    mjData* data;
+    const mjModel* model;
+    /* parameters every task has (SHOAL_MJ_PARAMS) */
+    const char* xml_file;
+    int32_t frame_skip;
+    double reset_noise_scale;
+    double dt; /* model->opt.timestep * frame_skip */
+} shoal_mj;
+
+/** The vector's shared state: the model and the action bounds taken from it. */
+typedef struct shoal_mj_shared {
+    mjModel* model;
+    float ctrl_low[SHOAL_MAX_ACTION_DIMS];
+    float ctrl_high[SHOAL_MAX_ACTION_DIMS];
+} shoal_mj_shared;
+
+/** The parameters of shoal_mj, as entries of a task's parameter table (TYPE: the task's struct). */
+#define SHOAL_MJ_PARAMS(TYPE, XML_FILE, FRAME_SKIP, RESET_NOISE_SCALE)                                          \
+    {"xml_file",                                                                                                \
+     SHOAL_PARAM_TEXT,                                                                                          \
+     offsetof(TYPE, mj.xml_file),                                                                               \
+     0,                                                                                                         \
+     0,                                                                                                         \
+     0,                                                                                                         \
+     "path of the MJCF model (a bare name: Gymnasium's asset of that name)",                                    \
+     SHOAL_PARAM_PER_VECTOR,                                                                                    \
+     0,                                                                                                         \
+     (XML_FILE)},                                                                                               \
+        {"frame_skip",                                                                                          \
+         SHOAL_PARAM_INT32,                                                                                     \
+         offsetof(TYPE, mj.frame_skip),                                                                         \
+         (FRAME_SKIP),                                                                                          \
+         1,                                                                                                     \
+         1e6,                                                                                                   \
+         "mj_step calls per env step",                                                                          \
+         0,                                                                                                     \
+         0,                                                                                                     \
+         NULL},                                                                                                 \
+    {                                                                                                           \
+        "reset_noise_scale", SHOAL_PARAM_FLOAT64, offsetof(TYPE, mj.reset_noise_scale), (RESET_NOISE_SCALE), 0, \
+            INFINITY, "scale of the noise added to the initial qpos (uniform) and qvel (normal)", 0, 0, NULL    \
+    }
+
+static inline SHOAL_UNUSED void shoal_mj_release(void* shared) {
+    shoal_mj_shared* state = (shoal_mj_shared*)shared;
+    if (state->model) mj_deleteModel(state->model);
+    free(state);
+}
+
+/** The configure() part every task shares: loads `mj->xml_file` (MuJoCo's message on failure), makes
+ * it the vector's shared state and the actuators' ctrlranges its action space. Returns the model, or
+ * NULL with `error` written. The task then sets spec->obs_shape from the model. */
+static inline SHOAL_UNUSED const mjModel* shoal_mj_configure(shoal_env_spec* spec, const shoal_mj* mj, char* error) {
+    char message[SHOAL_ERROR_CAPACITY - 40] = "";
+    mjModel* model = mj_loadXML(mj->xml_file, NULL, message, (int)sizeof message);
+    if (!model) {
+        snprintf(error, SHOAL_ERROR_CAPACITY, "cannot load %s: %s", mj->xml_file, message);
+        return NULL;
+    }
+    if (model->nu < 1 || model->nu > SHOAL_MAX_ACTION_DIMS) {
+        snprintf(error, SHOAL_ERROR_CAPACITY, "%s has %d actuators (shoal.mujoco holds 1 to %d)", mj->xml_file,
+                 (int)model->nu, SHOAL_MAX_ACTION_DIMS);
+        mj_deleteModel(model);
+        return NULL;
+    }
+    shoal_mj_shared* state = (shoal_mj_shared*)calloc(1, sizeof *state);
+    if (!state) {
+        snprintf(error, SHOAL_ERROR_CAPACITY, "out of memory");
+        mj_deleteModel(model);
+        return NULL;
+    }
+    state->model = model;
+    /* Gymnasium: Box(ctrlrange as float32). The core's fast check gets the range every dimension
+     * shares; actions outside it go to the exact per-dimension check (NaN: there is none). */
+    float low = -INFINITY, high = INFINITY;
+    for (int i = 0; i < model->nu; ++i) {
+        state->ctrl_low[i] = (float)model->actuator_ctrlrange[2 * i];
+        state->ctrl_high[i] = (float)model->actuator_ctrlrange[2 * i + 1];
+        if (state->ctrl_low[i] > low) low = state->ctrl_low[i];
+        if (state->ctrl_high[i] < high) high = state->ctrl_high[i];
+    }
+    spec->action_kind = SHOAL_ACTION_BOX;
+    spec->action_dims = model->nu;
+    spec->action_lows = state->ctrl_low;
+    spec->action_highs = state->ctrl_high;
+    spec->action_low = low <= high ? low : NAN;
+    spec->action_high = low <= high ? high : NAN;
+    spec->shared = state;
+    spec->release_shared = shoal_mj_release;
+    return model;
+}
+
+/** init(): the env's own mjData. */
+static inline SHOAL_UNUSED int shoal_mj_init(shoal_mj* mj) {
+    mj->model = ((const shoal_mj_shared*)mj->base.shared)->model;
+    mj->dt = mj->model->opt.timestep * mj->frame_skip;
+    mj->data = mj_makeData(mj->model);
+    if (!mj->data) {
+        shoal_env_fail(&mj->base, "mj_makeData failed (out of memory?)");
+        return 1;
+    }
+    return 0;
+}
+
+static inline SHOAL_UNUSED void shoal_mj_close(shoal_mj* mj) {
+    if (mj->data) mj_deleteData(mj->data);
+    mj->data = NULL;
+}
+
+/** A standard normal draw from the env's stream (Box-Muller; the second value is dropped, so each
+ * draw depends on the stream alone). */
+static inline SHOAL_UNUSED double shoal_mj_normal(shoal_rng* rng) {
+    const double u = 1.0 - shoal_rng_double(rng); /* (0, 1]: log() stays finite */
+    const double v = shoal_rng_double(rng);
+    return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
+}
+
+/** How a task draws its initial qvel noise: Gymnasium's tasks differ. */
+typedef enum shoal_mj_qvel_noise {
+    SHOAL_MJ_QVEL_UNIFORM = 0, /* 0 + U(-s, s) */
+    SHOAL_MJ_QVEL_NORMAL = 1,  /* 0 + s * N(0, 1) */
+} shoal_mj_qvel_noise;
+
+/** Gymnasium's reset(): mj_resetData, qpos = qpos0 + U(-s, s), qvel as `qvel_noise` says, mj_forward. */
+static inline SHOAL_UNUSED void shoal_mj_reset(shoal_mj* mj, shoal_mj_qvel_noise qvel_noise) {
+    const mjModel* m = mj->model;
+    mjData* d = mj->data;
+    mj_resetData(m, d);
+    const double s = mj->reset_noise_scale, low = -s, high = s;
+    shoal_rng* rng = &mj->base.rng;
+    for (int i = 0; i < m->nq; ++i) d->qpos[i] = m->qpos0[i] + (low + (high - low) * shoal_rng_double(rng));
+    for (int i = 0; i < m->nv; ++i)
+        d->qvel[i] = qvel_noise == SHOAL_MJ_QVEL_NORMAL ? 0.0 + s * shoal_mj_normal(rng)
+                                                        : 0.0 + (low + (high - low) * shoal_rng_double(rng));
+    mj_forward(m, d);
+}
+
+/** np.clip(x, low, high) (NaN stays NaN). */
+static inline SHOAL_UNUSED double shoal_mj_clip(double x, double low, double high) {
+    return x < low ? low : x > high ? high : x;
+}
+
+/** Copies n doubles clipped to [low, high] into the observation from element `at`; returns the next. */
+static inline SHOAL_UNUSED int shoal_mj_put_clipped(shoal_mj* mj, int at, const mjtNum* values, int n, double low,
+                                                    double high) {
+    double* out = (double*)mj->base.observations + at;
+    for (int i = 0; i < n; ++i) out[i] = shoal_mj_clip(values[i], low, high);
+    return at + n;
+}
+
+/** Ends the episode as a termination (Gymnasium's terminated=True). */
+static inline SHOAL_UNUSED int shoal_mj_terminate(shoal_mj* mj) {
+    mj->base.terminals[0] = 1;
+    return SHOAL_EPISODE_OVER;
+}
+
+/** Gymnasium's do_simulation(): ctrl = the env's actions, frame_skip steps; with `post_constraint`
+ * also mj_rnePostConstraint (cacc, cfrc_int, cfrc_ext), for tasks whose reward reads them. An
+ * unstable simulation (MuJoCo's bad-qacc warning: NaN or huge accelerations, after which MuJoCo resets
+ * the state itself) fails the env with the warning's time, instead of stepping on silently. */
+static inline SHOAL_UNUSED void shoal_mj_simulate(shoal_mj* mj, int post_constraint) {
+    const mjModel* m = mj->model;
+    mjData* d = mj->data;
+    const float* actions = (const float*)mj->base.actions;
+    for (int i = 0; i < m->nu; ++i) d->ctrl[i] = actions[i];
+    for (int32_t k = 0; k < mj->frame_skip; ++k) mj_step(m, d);
+    if (post_constraint) mj_rnePostConstraint(m, d);
+    if (d->warning[mjWARN_BADQACC].number > 0) {
+        shoal_env_fail(&mj->base,
+                       "MuJoCo: the simulation is unstable (NaN, Inf or huge acceleration at DOF %d, time %g)",
+                       d->warning[mjWARN_BADQACC].lastinfo, d->time);
+        d->warning[mjWARN_BADQACC].number = 0;
+    }
+}
+
+/* numpy's float32 sum (pairwise_sum of numpy/_core/src/umath/loops_utils.h: sequential below 8 values, 8
+ * lanes up to 128, halves beyond), so costs Gymnasium computes with np.sum on float32 actions are
+ * bit for bit the same here. */
+static inline SHOAL_UNUSED float shoal_mj_sum_f32(const float* a, int n) {
+    if (n < 8) {
+        float sum = 0.0f;
+        for (int i = 0; i < n; ++i) sum += a[i];
+        return sum;
+    }
+    if (n <= 128) {
+        float r[8];
+        for (int k = 0; k < 8; ++k) r[k] = a[k];
+        int i = 8;
+        for (; i + 8 <= n; i += 8)
+            for (int k = 0; k < 8; ++k) r[k] += a[i + k];
+        float sum = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        for (; i < n; ++i) sum += a[i];
+        return sum;
+    }
+    int half = n / 2;
+    half -= half % 8;
+    return shoal_mj_sum_f32(a, half) + shoal_mj_sum_f32(a + half, n - half);
+}
+
+/* The same pairwise sum over doubles (np.sum of a float64 array). */
+static inline SHOAL_UNUSED double shoal_mj_sum_f64(const double* a, int n) {
+    if (n < 8) {
+        double sum = 0.0;
+        for (int i = 0; i < n; ++i) sum += a[i];
+        return sum;
+    }
+    if (n <= 128) {
+        double r[8];
+        for (int k = 0; k < 8; ++k) r[k] = a[k];
+        int i = 8;
+        for (; i + 8 <= n; i += 8)
+            for (int k = 0; k < 8; ++k) r[k] += a[i + k];
+        double sum = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        for (; i < n; ++i) sum += a[i];
+        return sum;
+    }
+    int half = n / 2;
+    half -= half % 8;
+    return shoal_mj_sum_f64(a, half) + shoal_mj_sum_f64(a + half, n - half);
+}
+
+/* np.sum(np.square(np.clip(a, low, high))) of a float64 array, in the pairwise order of np.sum, the
+ * squares made on the fly (contact costs: no scratch array per step). */
+static inline SHOAL_UNUSED double shoal_mj_sum_clipped_squares(const double* a, int n, double low, double high) {
+#define SHOAL_MJ_SQ(I) (shoal_mj_clip(a[I], low, high) * shoal_mj_clip(a[I], low, high))
+    if (n < 8) {
+        double sum = 0.0;
+        for (int i = 0; i < n; ++i) sum += SHOAL_MJ_SQ(i);
+        return sum;
+    }
+    if (n <= 128) {
+        double r[8];
+        for (int k = 0; k < 8; ++k) r[k] = SHOAL_MJ_SQ(k);
+        int i = 8;
+        for (; i + 8 <= n; i += 8)
+            for (int k = 0; k < 8; ++k) r[k] += SHOAL_MJ_SQ(i + k);
+        double sum = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        for (; i < n; ++i) sum += SHOAL_MJ_SQ(i);
+        return sum;
+    }
+#undef SHOAL_MJ_SQ
+    int half = n / 2;
+    half -= half % 8;
+    return shoal_mj_sum_clipped_squares(a, half, low, high) +
+           shoal_mj_sum_clipped_squares(a + half, n - half, low, high);
+}
+
+/** Gymnasium's control cost with float32 actions: weight * np.sum(np.square(action)), which numpy
+ * computes in float32 (a Python float times a float32 is a float32). */
+static inline SHOAL_UNUSED float shoal_mj_control_cost(const shoal_mj* mj, double weight) {
+    const float* actions = (const float*)mj->base.actions;
+    float squares[SHOAL_MAX_ACTION_DIMS];
+    const int nu = mj->model->nu;
+    for (int i = 0; i < nu; ++i) squares[i] = actions[i] * actions[i];
+    return (float)weight * shoal_mj_sum_f32(squares, nu);
+}
+
+/** Copies n doubles into the observation from element `at` on; returns the next element. */
+static inline SHOAL_UNUSED int shoal_mj_put(shoal_mj* mj, int at, const mjtNum* values, int n) {
+    memcpy((double*)mj->base.observations + at, values, (size_t)n * sizeof(double));
+    return at + n;
+}
+
+/** The spec of task NAME (C identifier) with Gymnasium id ID: a Box of float64 observations whose
+ * shape and the actions CONFIGURE sets, the 1000-step time limit of Gymnasium's registration (or
+ * MAX_EPISODE_STEPS), PARAMS and STATS tables. Callbacks: NAME##_init/_reset/_step/_close/_configure. */
+#define SHOAL_MJ_TASK(NAME, TYPE, ID, MAX_EPISODE_STEPS, PARAMS, STATS)     \
+    SHOAL_ENV_CALLBACKS(NAME, TYPE, NAME##_init, NAME##_reset, NAME##_step) \
+    static void shoal__##NAME##_close(void* env) {                          \
+        shoal_mj_close(&((TYPE*)env)->mj);                                  \
+    }                                                                       \
+    static const shoal_env_spec NAME##_spec = {                             \
+        .abi_version = SHOAL_ABI_VERSION,                                   \
+        .name = ID,                                                         \
+        .doc = "Gymnasium's " ID " (MuJoCo), as a native env",              \
+        .env_size = sizeof(TYPE),                                           \
+        .env_align = SHOAL_ALIGNOF(TYPE),                                   \
+        .num_agents = 1,                                                    \
+        .obs_dtype = SHOAL_FLOAT64,                                         \
+        .obs_ndim = 1,                                                      \
+        .obs_shape = {1},                                                   \
+        .obs_low = -INFINITY,                                               \
+        .obs_high = INFINITY,                                               \
+        .action_kind = SHOAL_ACTION_BOX,                                    \
+        .action_dims = 1,                                                   \
+        .action_low = -1.0f,                                                \
+        .action_high = 1.0f,                                                \
+        .max_episode_steps = (MAX_EPISODE_STEPS),                           \
+        .params = PARAMS,                                                   \
+        .num_params = SHOAL_COUNT(PARAMS),                                  \
+        .stat_names = STATS,                                                \
+        .num_stats = SHOAL_COUNT(STATS),                                    \
+        .init = shoal__##NAME##_init,                                       \
+        .reset = shoal__##NAME##_reset,                                     \
+        .step = shoal__##NAME##_step,                                       \
+        .close = shoal__##NAME##_close,                                     \
+        .class_name = #TYPE,                                                \
+        .step_range = shoal__##NAME##_step_range,                           \
+        .configure = NAME##_configure,                                      \
+    };                                                                      \
+    SHOAL_EXPORT_ENV(NAME, NAME##_spec)

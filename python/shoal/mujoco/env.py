@@ -1,0 +1,153 @@
+"""MujocoEnv: a Gymnasium MuJoCo task as a shoal native env class (usable with every backend)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .. import _native
+from ..errors import APIUsageError
+from ..native import NativeEnv
+from ..native.spec import configured, resolve_params
+from .build import assets_dir, build_source, build_task
+from .task import Task
+
+# Gymnasium's rendering keywords: shoal's native envs do not render.
+RENDER_KEYWORDS = (
+    "render_mode",
+    "width",
+    "height",
+    "camera_id",
+    "camera_name",
+    "default_camera_config",
+    "visual_options",
+    "max_geom",
+)
+
+
+def expand_model_path(xml_file, assets: str | None = None) -> str:
+    """Gymnasium's rule (mujoco_env.expand_model_path): a path starting with '.', '/' or '~' is the
+    user's, any other name one of Gymnasium's assets (or of ``assets``). Absolute, so that worker
+    processes load the same file."""
+    text = os.fspath(xml_file)
+    if text.startswith(("~",)):
+        return str(Path(text).expanduser().resolve())
+    if text.startswith((".", "/")):
+        return str(Path(text).resolve())
+    return str(Path(assets) / text if assets else assets_dir() / text)
+
+
+class MujocoEnv(NativeEnv):
+    """``num_envs`` envs of one Gymnasium MuJoCo task (v5), stepped by shoal's native core.
+
+    Keyword arguments are the task's own, with Gymnasium's names and defaults (``frame_skip``,
+    ``forward_reward_weight``, ``ctrl_cost_weight``, ``reset_noise_scale``, ``xml_file``, ...; see
+    ``describe()``), given when the class is made (``shoal.mujoco.env_class``) or per vector
+    (``env_kwargs``), plus ``max_episode_steps`` (Gymnasium's time limit, 1000, as a truncation).
+    ``xml_file`` and the keywords that decide the observation's size are one value per vector.
+
+    One ``mjModel`` is loaded per vector and shared read-only by its envs; each env owns an ``mjData``.
+    Observations are float64, rewards float32 (computed in float64 as Gymnasium does, then rounded).
+    Reset noise is drawn from each env's own stream. Infos carry the episode return and length and
+    the sum of each reward term over the episode (Gymnasium's ``reward_*`` names), averaged over the
+    episodes that ended since the last report. An env whose simulation becomes unstable (MuJoCo's
+    bad-acceleration warning) raises shoal.EnvError naming it.
+    """
+
+    task: Task | None = None
+    bound: dict = {}  # keyword arguments given to env_class
+
+    def __init__(
+        self,
+        num_envs: int = 1,
+        buf=None,
+        seed: int = 0,
+        num_threads: int = 0,
+        schedule: str = "static",
+        pin_threads: bool = False,
+        env_params: list[dict] | None = None,
+        num_buffers: int = 1,
+        **kwargs,
+    ):
+        if env_params is not None and kwargs:
+            raise APIUsageError("pass keyword arguments either directly or as env_params, not both")
+        if env_params is None:
+            params = [self._native_kwargs(kwargs)] * int(num_envs) if isinstance(num_envs, int) else None
+        elif isinstance(env_params, list) and all(isinstance(p, dict) for p in env_params):
+            params = [self._native_kwargs(p) for p in env_params]
+        else:
+            params = env_params  # NativeEnv names what is wrong with it
+        super().__init__(
+            num_envs=num_envs,
+            buf=buf,
+            seed=seed,
+            num_threads=num_threads,
+            schedule=schedule,
+            pin_threads=pin_threads,
+            env_params=params,
+            num_buffers=num_buffers,
+        )
+
+    @classmethod
+    def _native_kwargs(cls, kwargs: dict) -> dict:
+        """The C parameters of these Gymnasium keywords: the class's bound ones, overridden, with the
+        model path expanded."""
+        merged = {**cls.bound, **kwargs}
+        rendering = sorted(set(merged) & set(RENDER_KEYWORDS))
+        if rendering:
+            raise APIUsageError(f"{cls.task.id}: shoal's native MuJoCo tasks do not render; got {rendering}")
+        if "xml_file" in merged:
+            if not isinstance(merged["xml_file"], (str, os.PathLike)):
+                raise APIUsageError(f"{cls.task.id}: parameter xml_file must be a path, got {merged['xml_file']!r}")
+            merged["xml_file"] = expand_model_path(merged["xml_file"], cls.task.assets)
+        else:
+            merged["xml_file"] = expand_model_path(_default(cls.spec.describe(), "xml_file"), cls.task.assets)
+        return merged
+
+    @classmethod
+    def describe(cls) -> dict:
+        """The task's spaces (for the bound keyword arguments), parameters with Gymnasium's defaults, stats."""
+        if cls.spec is None:
+            raise APIUsageError(f"{cls.__name__} has no task; use shoal.mujoco.env_class")
+        info = cls.spec.describe()
+        matrix, _, texts = resolve_params(info, [cls._native_kwargs({})])
+        spec, layout = configured(cls.spec, info, matrix, texts)
+        del spec  # the model it loaded is freed: only the layout was wanted
+        return layout
+
+
+def _default(info: dict, name: str):
+    return next(p["default"] for p in info["params"] if p["name"] == name)
+
+
+def task_class(task: Task, library: Path | None = None, **kwargs) -> type[MujocoEnv]:
+    """A MujocoEnv class for ``task``, compiled (once, then cached) from its C file; ``kwargs`` are
+    the task's keyword arguments, bound as the class's defaults."""
+    path = library or build_task(task)
+    try:
+        spec = _native.load_spec(str(path), task.symbol)
+    except APIUsageError as error:
+        raise APIUsageError(f"MuJoCo task {task.id} ({path}) cannot be loaded: {error}") from None
+    class_name = spec.describe()["class_name"]
+    cls = type(
+        class_name,
+        (MujocoEnv,),
+        {
+            "spec": spec,
+            "task": task,
+            "bound": dict(kwargs),
+            "__doc__": f"Gymnasium's {task.id} on shoal's native core.\n\n" + (MujocoEnv.__doc__ or ""),
+            "__module__": "shoal.mujoco",
+        },
+    )
+    cls.describe()  # the bound keyword arguments are checked (names, types, the model loads) here
+    return cls
+
+
+def source_class(source: Path, symbol: str, task_id: str | None = None, **kwargs) -> type[MujocoEnv]:
+    """A MujocoEnv class for a user's own task file ``source`` (SHOAL_MJ_TASK(symbol, ...) in C), compiled
+    (cached) against shoal's headers and the MuJoCo wheel; a bare ``xml_file`` name is looked up beside it."""
+    source = Path(source).resolve()
+    library = build_source(source, symbol)
+    task = Task(id=task_id or symbol, symbol=symbol, gymnasium_module="", assets=str(source.parent))
+    return task_class(task, library, **kwargs)

@@ -1,0 +1,188 @@
+"""shoal.mujoco: Gymnasium's MuJoCo tasks as native envs, step for step equal to Gymnasium's own."""
+
+import gymnasium
+import numpy as np
+import pytest
+from gymnasium.vector import AutoresetMode, SyncVectorEnv
+
+import shoal.mujoco
+import shoal.vector
+
+from rollouts import assert_same, rollout
+
+# Per task: keyword arguments that make episodes end often within the parity run (without changing
+# any formula), and how many steps that run takes.
+PARITY = {
+    "HalfCheetah-v5": ({}, 2000),
+    "Hopper-v5": ({}, 2000),
+    "Walker2d-v5": ({}, 2000),
+    "Ant-v5": ({}, 2000),
+    "Humanoid-v5": ({}, 2000),
+    "Swimmer-v5": ({}, 2000),
+    "InvertedPendulum-v5": ({}, 2000),
+}
+PARITY_ENVS = 2
+
+
+@pytest.fixture(scope="session", autouse=True)
+def build_cache(tmp_path_factory):
+    """Task builds go to a session tmp dir; MuJoCo's MUJOCO_LOG.TXT (its warnings) to another."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SHOAL_MUJOCO_BUILD_CACHE", str(tmp_path_factory.mktemp("mujoco_builds")))
+        patch.chdir(tmp_path_factory.mktemp("mujoco_cwd"))
+        yield
+
+
+_classes = {}
+
+
+def task_class(task_id, **kwargs):
+    key = (task_id, tuple(sorted(kwargs.items())))
+    if key not in _classes:
+        _classes[key] = shoal.mujoco.env_class(task_id, **kwargs)
+    return _classes[key]
+
+
+def gymnasium_rollout(task_id, kwargs, actions):
+    """Gymnasium's own env in SyncVectorEnv's SAME_STEP mode: observations, rewards, flags, final obs."""
+    envs = SyncVectorEnv(
+        [lambda: gymnasium.make(task_id, reset_noise_scale=0, **kwargs)] * actions.shape[1],
+        autoreset_mode=AutoresetMode.SAME_STEP,
+    )
+    obs, _ = envs.reset(seed=0)
+    out = {"obs": [obs], "rewards": [], "terminals": [], "truncations": [], "final": []}
+    for step_actions in actions:
+        obs, rewards, terminals, truncations, infos = envs.step(step_actions)
+        out["obs"].append(obs)
+        out["rewards"].append(rewards)
+        out["terminals"].append(terminals)
+        out["truncations"].append(truncations)
+        done = terminals | truncations
+        out["final"].append(np.stack(infos["final_obs"][done]) if done.any() else np.zeros((0, obs.shape[1])))
+    envs.close()
+    return {k: (np.stack(v) if k != "final" else v) for k, v in out.items()}
+
+
+@pytest.mark.parametrize("task_id", list(PARITY))
+def test_task_equals_gymnasium_step_for_step(task_id):
+    kwargs, steps = PARITY[task_id]
+    cls = task_class(task_id, reset_noise_scale=0, **kwargs)
+    env = cls(num_envs=PARITY_ENVS, seed=0)
+    actions = (
+        np.random.default_rng(3)
+        .uniform(
+            env.single_action_space.low,
+            env.single_action_space.high,
+            size=(steps, PARITY_ENVS, *env.single_action_space.shape),
+        )
+        .astype(np.float32)
+    )
+    reference = gymnasium_rollout(task_id, kwargs, actions)
+    obs, _ = env.reset()
+    np.testing.assert_array_equal(obs, reference["obs"][0], err_msg=f"{task_id}: first observations differ")
+    ends = 0
+    for t in range(steps):
+        obs, rewards, terminals, truncations, _ = env.step(actions[t])
+        label = f"{task_id} step {t + 1}"
+        np.testing.assert_array_equal(terminals, reference["terminals"][t], err_msg=f"{label}: terminals")
+        np.testing.assert_array_equal(truncations, reference["truncations"][t], err_msg=f"{label}: truncations")
+        done = terminals | truncations
+        np.testing.assert_array_equal(env.final_observations[done], reference["final"][t], err_msg=f"{label}: final")
+        np.testing.assert_array_equal(obs, reference["obs"][t + 1], err_msg=f"{label}: observations")
+        np.testing.assert_array_equal(rewards, reference["rewards"][t].astype(np.float32), err_msg=f"{label}: rewards")
+        ends += int(done.sum())
+    env.close()
+    assert ends >= PARITY_ENVS, f"{task_id}: the parity run must cover episode ends"
+
+
+@pytest.fixture(scope="module", params=list(PARITY))
+def noisy_reference(request):
+    """With reset noise and short episodes: Serial's rollout of 4 envs, the reference of every backend."""
+    cls = task_class(request.param, max_episode_steps=60)
+    with shoal.vector.make(cls, backend="Serial", num_envs=4, seed=5) as vecenv:
+        return cls, rollout(vecenv, 200, seed=5)
+
+
+@pytest.mark.parametrize("threads", [0, 1, 2, 3])
+@pytest.mark.parametrize("schedule", ["static", "dynamic"])
+def test_multithreading_equals_serial_with_noise(noisy_reference, threads, schedule):
+    cls, reference = noisy_reference
+    options = {"max_num_threads": threads, "schedule": schedule}
+    with shoal.vector.make(cls, backend="Multithreading", num_envs=4, seed=5, **options) as vecenv:
+        assert_same(reference, rollout(vecenv, 200, seed=5), f"{cls.__name__} T={threads} {schedule}")
+
+
+def test_pufferenv_equals_serial_with_noise(noisy_reference):
+    cls, reference = noisy_reference
+    with shoal.vector.make(cls, backend="PufferEnv", env_kwargs={"num_envs": 4}, seed=5) as env:
+        assert_same(reference, rollout(env, 200, seed=5), f"{cls.__name__} PufferEnv")
+
+
+def test_reset_noise_differs_between_envs_and_seeds(noisy_reference):
+    cls, _ = noisy_reference
+    with cls(num_envs=2, seed=5) as env:
+        first, _ = env.reset()
+        first = first.copy()
+        assert not np.array_equal(first[0], first[1])
+        again, _ = env.reset(6)
+        assert not np.array_equal(first, again)
+
+
+def test_multiprocessing_equals_serial_with_noise(noisy_reference, time_limit):
+    time_limit(120)
+    cls, reference = noisy_reference
+    with shoal.vector.make(cls, backend="Multiprocessing", num_envs=4, num_workers=2, seed=5) as vecenv:
+        assert_same(reference, rollout(vecenv, 200, seed=5), f"{cls.__name__} Multiprocessing")
+
+
+def test_shoal_check_passes(noisy_reference):
+    from shoal.ocean.check import check
+
+    cls, _ = noisy_reference
+    result = check(cls, backend="Multithreading", num_envs=4, steps=300, seed=2, max_num_threads=2)
+    assert result.passed, str(result)
+
+
+def test_config_names_a_task_with_its_keywords(tmp_path):
+    from shoal.config import load, resolve_env
+
+    path = tmp_path / "config.ini"
+    path.write_text("[env]\nname = mujoco:HalfCheetah-v5\nctrl_cost_weight = 0.25\n[vec]\nbackend = Serial\n")
+    cls = resolve_env(load(str(path), {}))
+    assert issubclass(cls, shoal.mujoco.MujocoEnv) and cls.bound == {"ctrl_cost_weight": 0.25}
+    params = {p["name"]: p["default"] for p in cls.spec.describe()["params"]}
+    assert params["ctrl_cost_weight"] == 0.1  # Gymnasium's default, overridden by the config
+
+
+def test_gymnasium_make_vec_runs_a_task():
+    import shoal.adapters  # noqa: F401  registers shoal/<task ids>
+
+    envs = gymnasium.make_vec("shoal/HalfCheetah-v5", num_envs=3, vectorization_mode="vector_entry_point")
+    obs, _ = envs.reset(seed=1)
+    assert obs.shape == (3, 17) and obs.dtype == np.float64
+    obs, rewards, terminations, truncations, _ = envs.step(np.zeros((3, 6), np.float32))
+    assert rewards.shape == (3,) and np.isfinite(obs).all()
+    envs.close()
+
+
+def test_shoal_envs_lists_the_tasks(capsys):
+    from shoal.cli import main
+
+    assert main(["envs"]) == 0
+    out = capsys.readouterr().out
+    assert len(shoal.mujoco.available()) >= 7 and all(task in out for task in shoal.mujoco.available())
+
+
+def test_episode_stats_carry_the_reward_terms():
+    cls = task_class("HalfCheetah-v5", max_episode_steps=10)
+    with cls(num_envs=2, seed=1) as env:
+        env.reset()
+        infos = []
+        for _ in range(10):
+            *_, step_infos = env.step(np.full((2, 6), 0.5, np.float32))
+            infos += step_infos
+    (log,) = infos
+    assert log["episode_length"] == 10 and log["episodes"] == 2
+    # the terms add up to the return (float32 sums of float32 rewards: to rounding)
+    assert log["reward_forward"] + log["reward_ctrl"] == pytest.approx(log["episode_return"], rel=1e-4)
+    assert log["reward_ctrl"] == pytest.approx(-0.1 * 6 * 0.25 * 10, rel=1e-5)
