@@ -87,13 +87,14 @@ class Multithreading(VecEnv):
         self._schedule = schedule
         self.agent_ids = np.arange(self.num_agents)
         self.buf = self.env.buf
-        self.observations, self.final_observations = self.buf.observations, self.buf.final_observations
         # Views of each buffer's rows, made once: recv() returns them without copying.
         rows = self.agents_per_batch
         self._batches = [
             (self.buf.rows(k * rows, (k + 1) * rows), self.agent_ids[k * rows : (k + 1) * rows])
             for k in range(self.num_buffers)
         ]
+        first = self._batches[0][0]  # the rows recv() returns first (all of them when synchronous)
+        self.observations, self.final_observations = first.observations, first.final_observations
         self._next = 0
         # The synchronous hot path's bound method and views, looked up once.
         self._step_infos = self.env.step_infos
@@ -185,6 +186,8 @@ class Multithreading(VecEnv):
         if self._order.closed:
             self._closed_while("recv")
         rows, agent_ids = self._batches[k]
+        # The batch's rows, as on every backend: final_observations[terminals | truncations] works here too.
+        self.observations, self.final_observations = rows.observations, rows.final_observations
         return (rows.observations, rows.rewards, rows.terminals, rows.truncations, infos, agent_ids, rows.masks)
 
     def pool_stats(self) -> dict:

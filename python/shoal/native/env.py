@@ -218,8 +218,8 @@ class NativeEnv(PufferEnv):
     def submit(self, buffer: int, actions) -> None:
         """Queues a step of buffer ``buffer`` (num_buffers > 1) and returns while it runs."""
         if type(actions) is not np.ndarray or self._vec.submit(buffer, actions) < 0:
-            actions = self._check_buffer_actions(actions)  # converts other dtypes, or raises
-            self._vec.submit(buffer, np.ascontiguousarray(actions, dtype=self.actions.dtype))
+            # converts other dtypes, byte orders and layouts, or raises
+            self._vec.submit(buffer, self._check_buffer_actions.converted(actions))
 
     def wait(self, buffer: int) -> list[dict]:
         """Waits for the step of buffer ``buffer``; returns its infos."""
