@@ -114,3 +114,36 @@ def test_a_second_thread_is_refused_while_a_call_steps(kind, second_call, time_l
         assert "another thread" in str(refusal), refusal
         assert not isinstance(first, BaseException), first
         np.testing.assert_array_equal(first, reference)  # stepped once, its rows untouched
+
+
+def test_serial_refuses_a_second_thread_while_its_envs_step(time_limit):
+    time_limit(60)
+    import gymnasium
+
+    entered, release = threading.Event(), threading.Event()
+
+    class Blocking(gymnasium.Env):
+        observation_space = gymnasium.spaces.Box(-1, 1, (1,), np.float32)
+        action_space = gymnasium.spaces.Discrete(2)
+
+        def reset(self, *, seed=None, options=None):
+            return np.zeros(1, np.float32), {}
+
+        def step(self, action):
+            entered.set()
+            release.wait(30)
+            return np.ones(1, np.float32), 1.0, False, False, {}
+
+    with make(Blocking, backend="Serial", num_envs=1) as vecenv:
+        vecenv.reset(0)
+        thread = threading.Thread(target=vecenv.send, args=(np.zeros(1, np.int32),))
+        thread.start()
+        entered.wait(30)
+        try:
+            for call in (vecenv.recv, lambda: vecenv.send(np.zeros(1, np.int32)), vecenv.async_reset):
+                with pytest.raises(APIUsageError, match="another thread"):
+                    call()
+        finally:
+            release.set()
+            thread.join()
+        assert vecenv.recv()[0][0, 0] == 1.0  # the first send's step, intact
