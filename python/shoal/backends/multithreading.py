@@ -150,8 +150,8 @@ class Multithreading(VecEnv):
         except BaseException:
             self._in_use.release()
             raise
-        order.state = IN_CALL
         try:
+            order.state = IN_CALL
             _, self.infos = self.env.reset(seed)
             self._next = 0
         finally:
@@ -168,8 +168,8 @@ class Multithreading(VecEnv):
         if order.state != READY_TO_SEND:
             self._in_use.release()
             order.send()  # raises the precise error for the current state
-        order.state = IN_CALL
         try:
+            order.state = IN_CALL
             if self.num_buffers == 1:
                 self.infos = self._step_infos(actions)  # checks the actions before any env runs
             else:
@@ -199,9 +199,9 @@ class Multithreading(VecEnv):
         if order.state != READY_TO_RECV:  # another thread's recv came first
             self._in_use.release()
             order.recv()
-        order.state = IN_CALL
         k = self._next
         try:
+            order.state = IN_CALL
             self.infos = infos = self.env.wait(k)
         except BaseException as exc:
             self._leave(READY_TO_SEND)
