@@ -53,7 +53,7 @@ def trajectory(vecenv, seed: int = SEED) -> list:
         if t == 0:
             make_cheap(vecenv.env)
         done = terminals | truncations
-        finals = vecenv.final_observations[agent_ids][done]
+        finals = vecenv.final_observations[done]  # the batch's rows, as recv returned them
         history.append((obs.copy(), rewards.copy(), terminals.copy(), truncations.copy(), masks.copy(), finals, infos))
         vecenv.send(rng.integers(0, 4, rows).astype(np.int32))
     return history

@@ -293,17 +293,20 @@ public:
         return episodes;
     }
 
-    /// Checks actions for `rows` agent rows without converting anything: 0 = int32/float32 of the exact
-    /// layout with every value in range; -1 = another dtype or layout; -2 = a value out of range (or
-    /// NaN). For -1/-2 the caller runs the full Python check, which converts or raises a precise error.
+    /// Checks actions for `rows` agent rows without converting anything: 0 = int32/float32 in native
+    /// byte order, C-contiguous and aligned, of the exact shape, with every value in range (its bytes
+    /// are then the action buffer's as they are); -1 = another dtype, byte order or layout; -2 = a
+    /// value out of range (or NaN). For -1/-2 the caller runs the full Python check (spaces.py's
+    /// ActionChecker, the one rule of every backend), which converts or raises a precise error.
     int64_t check_actions(const py::array& actions, size_t rows) const {
         const shoal_env_spec& s = *spec_.spec;
         const bool box = s.action_kind == SHOAL_ACTION_BOX;
         const py::ssize_t ndim = s.action_kind == SHOAL_ACTION_DISCRETE ? 1 : 2;
         if (actions.ndim() != ndim || size_t(actions.shape(0)) != rows ||
-            (ndim == 2 && actions.shape(1) != s.action_dims) || !(actions.flags() & py::array::c_style) ||
-            actions.itemsize() != 4 || actions.dtype().kind() != (box ? 'f' : 'i'))
+            (ndim == 2 && actions.shape(1) != s.action_dims) || actions.itemsize() != 4)
             return -1;
+        const py::dtype dtype = actions.dtype();
+        if (dtype.kind() != (box ? 'f' : 'i') || !native_layout(actions, dtype)) return -1;
         const size_t count = rows * size_t(s.action_dims);
         bool ok = true;
         if (box) {

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "python_steps.hpp"
@@ -321,33 +322,49 @@ private:
     std::vector<Leaf> leaves_;
 };
 
-template <class Unsigned>
+template <class Int>
 bool all_below(const void* data, size_t count, uint64_t upper) {
-    const auto* values = static_cast<const Unsigned*>(data);
+    const auto* values = static_cast<const Int*>(data);
     bool outside = false;
-    for (size_t i = 0; i < count; ++i) outside |= uint64_t(values[i]) >= upper;
+    // Widened with the type's own sign, then compared unsigned: a negative value lands above every
+    // bound whatever its width (int8's -1 read as uint8 would be 255, inside Discrete(1000)).
+    for (size_t i = 0; i < count; ++i) {
+        if constexpr (std::is_signed_v<Int>)
+            outside |= uint64_t(int64_t(values[i])) >= upper;
+        else
+            outside |= uint64_t(values[i]) >= upper;
+    }
     return !outside;
 }
 
 /// True if every value of an integer array is in [0, upper); false if one is not, or if the array
-/// is not a C-contiguous integer array (then the caller's full check decides).
+/// is not a C-contiguous, aligned integer array in native byte order (then the caller's full check
+/// decides).
 bool int_actions_below(const py::array& actions, uint64_t upper) {
-    if (!(actions.flags() & py::array::c_style)) return false;
-    const char kind = actions.dtype().kind();
-    if (kind != 'i' && kind != 'u') return false;
-    // Signed values read as unsigned: a negative one lands above every bound.
+    const py::dtype dtype = actions.dtype();
+    const char kind = dtype.kind();
+    if ((kind != 'i' && kind != 'u') || !native_layout(actions, dtype)) return false;
     const void* data = actions.data();
     const size_t count = size_t(actions.size());
+    const bool is_signed = kind == 'i';
     switch (actions.itemsize()) {
-        case 1: return all_below<uint8_t>(data, count, upper);
-        case 2: return all_below<uint16_t>(data, count, upper);
-        case 4: return all_below<uint32_t>(data, count, upper);
-        case 8: return all_below<uint64_t>(data, count, upper);
+        case 1: return is_signed ? all_below<int8_t>(data, count, upper) : all_below<uint8_t>(data, count, upper);
+        case 2: return is_signed ? all_below<int16_t>(data, count, upper) : all_below<uint16_t>(data, count, upper);
+        case 4: return is_signed ? all_below<int32_t>(data, count, upper) : all_below<uint32_t>(data, count, upper);
+        case 8: return is_signed ? all_below<int64_t>(data, count, upper) : all_below<uint64_t>(data, count, upper);
         default: return false;
     }
 }
 
 }  // namespace
+
+bool native_layout(const py::array& array, const py::dtype& dtype) {
+    constexpr int kContiguousAligned = py::array::c_style | py::detail::npy_api::NPY_ARRAY_ALIGNED_;
+    if ((array.flags() & kContiguousAligned) != kContiguousAligned) return false;
+    constexpr char kNative = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? '<' : '>';
+    const char order = dtype.byteorder();  // numpy writes native order as '=', and '|' where it has none
+    return order == '=' || order == '|' || order == kNative;
+}
 
 void register_python_steps(py::module_& m) {
     m.def("write_box_steps", &write_box_steps, py::arg("results"), py::arg("observations"), py::arg("rewards"),

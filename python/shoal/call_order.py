@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from .errors import APIUsageError
 
-NEEDS_RESET, READY_TO_RECV, READY_TO_SEND, CLOSED = range(4)
+NEEDS_RESET, READY_TO_RECV, READY_TO_SEND, CLOSED, IN_CALL = range(5)
+# IN_CALL: a send/recv/reset is under way (set by a backend while its call steps or waits, so that a
+# second thread's call is refused instead of stepping again or reading rows still being written).
+
+
+def used_concurrently(owner: str, call: str) -> APIUsageError:
+    """The error of a call made while another thread's call on the same vector is under way."""
+    return APIUsageError(
+        f"{owner}: {call}() while another thread's call on this vector env is under way; a vector env "
+        "is used by one thread at a time (close() excepted)"
+    )
 
 
 class CallOrder:
@@ -17,6 +27,7 @@ class CallOrder:
 
     def reset(self) -> None:
         self._check_open("reset")
+        self._check_idle("reset")
         self.state = READY_TO_RECV
         self.reason = ""
 
@@ -37,6 +48,7 @@ class CallOrder:
 
     def send(self) -> None:
         self._check_open("send")
+        self._check_idle("send")
         if self.state == NEEDS_RESET:
             raise APIUsageError(f"{self.owner}: {self.reason}call reset() or async_reset() before send()")
         if self.state == READY_TO_RECV:
@@ -47,6 +59,7 @@ class CallOrder:
 
     def recv(self) -> None:
         self._check_open("recv")
+        self._check_idle("recv")
         if self.state == NEEDS_RESET:
             raise APIUsageError(f"{self.owner}: {self.reason}call reset() or async_reset() before recv()")
         if self.state == READY_TO_SEND:
@@ -64,6 +77,10 @@ class CallOrder:
     @property
     def closed(self) -> bool:
         return self.state == CLOSED
+
+    def _check_idle(self, call: str) -> None:
+        if self.state == IN_CALL:
+            raise used_concurrently(self.owner, call)
 
     def _check_open(self, call: str) -> None:
         if self.state == CLOSED:

@@ -6,7 +6,7 @@ import numpy as np
 from gymnasium import spaces
 
 from .buffers import Buffers
-from .call_order import CallOrder
+from .call_order import IN_CALL, READY_TO_RECV, CallOrder
 from .errors import APIUsageError
 from .spaces import ActionChecker, joint_space
 from .validation import is_integer
@@ -91,13 +91,27 @@ class PufferEnv:
         raise NotImplementedError
 
     def async_reset(self, seed: int | None = None) -> None:
-        self._order.reset()
-        _, self.infos = self.reset(seed)
+        order = self._order
+        order.reset()
+        order.state = IN_CALL
+        try:
+            _, self.infos = self.reset(seed)
+        finally:
+            if order.state == IN_CALL:
+                order.state = READY_TO_RECV
 
     def send(self, actions) -> None:
         actions = self._check_actions(actions)
-        self._order.send()
-        _, _, _, _, self.infos = self.step(actions)
+        order = self._order
+        order.send()
+        # IN_CALL while the env steps: another thread's send or recv is refused, not run on
+        # rows being written.
+        order.state = IN_CALL
+        try:
+            _, _, _, _, self.infos = self.step(actions)
+        finally:
+            if order.state == IN_CALL:
+                order.state = READY_TO_RECV
 
     def recv(self):
         self._order.recv()

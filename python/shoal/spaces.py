@@ -46,11 +46,20 @@ def joint_space(space: spaces.Space, n: int) -> spaces.Space:
     raise APIUsageError(f"cannot stack a {type(space).__name__} space; emulate it first")
 
 
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
 class ActionChecker:
     """Validates a batch of actions against one agent's action space, cheaply enough for every send.
 
-    Precomputes the expected shape and bounds; a check is a shape compare, a dtype-kind compare and
-    one vectorized pass over the values.
+    The one action rule of every backend: ``check(actions)`` returns an ndarray whose values, as
+    numpy reads them (any byte order, width, sign or strides), are in the space, and the env sees
+    exactly those values once they are written with ``np.copyto(buffer, checked, casting="unsafe")``
+    (int32 for (Multi)Discrete, float32 for Box, rounded to nearest); anything else is an
+    APIUsageError naming the dtype or the values. Integer spaces take every numpy integer dtype,
+    Box every integer and float dtype; bool, complex, object and text dtypes are refused. Native
+    vectors read native-endian, contiguous int32/float32 in place after their own check of the same
+    rule (bindings.cpp ``check_actions``); everything else comes here.
     """
 
     def __init__(self, space: spaces.Space, rows: int):
@@ -66,6 +75,8 @@ class ActionChecker:
         else:
             self.low = space.low.astype(np.float64)
             self.high = space.high.astype(np.float64)
+            # Only unbounded spaces admit finite values that float32 cannot hold.
+            self.unbounded = not (np.all(np.isfinite(self.low)) and np.all(np.isfinite(self.high)))
 
     def __call__(self, actions) -> np.ndarray:
         """Returns ``actions`` as an ndarray after checking it; raises APIUsageError naming what is wrong."""
@@ -74,29 +85,66 @@ class ActionChecker:
             # cost several times as much); anything it cannot confirm takes the full check below.
             if int_actions_below(actions, self.upper):
                 return actions
-        if not isinstance(actions, np.ndarray):
-            if not isinstance(actions, (list, tuple)) and not np.isscalar(actions):
-                raise APIUsageError(f"actions must be a numpy array (or list), got {type(actions).__name__}")
-            actions = np.asarray(actions)
+        actions = self._as_array(actions)
         if actions.shape != self.shape:
             raise APIUsageError(
                 f"actions have shape {actions.shape}, expected {self.shape} "
                 f"(agents_per_batch={self.shape[0]}, action space {self.space})"
             )
-        kind = actions.dtype.kind
         if self.dtype.kind == "i":
-            if kind not in "iu":
-                raise APIUsageError(f"actions for {self.space} must be integers, got dtype {actions.dtype}")
-            # Viewing signed values as unsigned maps negatives above every bound, so one reduction
-            # (max for Discrete, a comparison for MultiDiscrete's per-dimension bounds) checks both ends.
-            values = actions if kind == "u" else actions.view(f"u{actions.dtype.itemsize}")
-            if actions.size and (values.max() >= self.upper if self.scalar_bound else np.any(values >= self.upper)):
-                bad = actions[(values >= self.upper)]
-                raise APIUsageError(f"actions out of range for {self.space}: got {bad.ravel()[:5].tolist()}")
+            self._check_integers(actions)
         else:
-            if kind not in "fiu":
-                raise APIUsageError(f"actions for {self.space} must be floats, got dtype {actions.dtype}")
-            # NaN fails both comparisons, so it is rejected with the out-of-range values.
-            if actions.size and not (np.all(actions >= self.low) and np.all(actions <= self.high)):
-                raise APIUsageError(f"actions outside {self.space} (or NaN)")
+            self._check_floats(actions)
         return actions
+
+    def converted(self, actions) -> np.ndarray:
+        """The checked actions as a new C-contiguous array of the buffer's dtype: what the env sees."""
+        out = np.empty(self.shape, self.dtype)
+        np.copyto(out, self(actions), casting="unsafe")
+        return out
+
+    @staticmethod
+    def _as_array(actions) -> np.ndarray:
+        if type(actions) is np.ndarray:
+            return actions
+        if isinstance(actions, np.ndarray):
+            return np.asarray(actions)  # a subclass (matrix, masked array): its plain values
+        if not isinstance(actions, (list, tuple)) and not np.isscalar(actions):
+            raise APIUsageError(f"actions must be a numpy array (or list), got {type(actions).__name__}")
+        try:
+            return np.asarray(actions)
+        except (ValueError, TypeError, OverflowError) as error:
+            raise APIUsageError(f"actions do not form a numeric array: {error}") from None
+
+    def _check_integers(self, actions: np.ndarray) -> None:
+        if actions.dtype.kind not in "iu":
+            raise APIUsageError(f"actions for {self.space} must be integers, got dtype {actions.dtype}")
+        if not actions.size:
+            return
+        # Compared as numpy reads them (sign, width and byte order included), never as raw bytes.
+        if self.scalar_bound:
+            inside = actions.min() >= 0 and actions.max() < self.upper
+        else:
+            inside = not np.any((actions < 0) | (actions >= self.upper))
+        if not inside:
+            bad = actions[(actions < 0) | (actions >= self.upper)]
+            raise APIUsageError(
+                f"actions out of range for {self.space} (dtype {actions.dtype}): got {bad.ravel()[:5].tolist()}"
+            )
+
+    def _check_floats(self, actions: np.ndarray) -> None:
+        if actions.dtype.kind not in "fiu":
+            raise APIUsageError(f"actions for {self.space} must be floats or integers, got dtype {actions.dtype}")
+        if not actions.size:
+            return
+        # NaN fails both comparisons, so it is rejected with the out-of-range values.
+        if not (np.all(actions >= self.low) and np.all(actions <= self.high)):
+            raise APIUsageError(f"actions outside {self.space} (or NaN), dtype {actions.dtype}")
+        if self.unbounded and actions.dtype.itemsize > 4 and actions.dtype.kind == "f":
+            finite = np.isfinite(actions)
+            if np.any(finite & (np.abs(actions) > FLOAT32_MAX)):
+                # Refused rather than cast: numpy would turn them into inf (with a warning).
+                raise APIUsageError(
+                    f"actions of dtype {actions.dtype} hold finite values beyond float32's range "
+                    f"(|x| > {FLOAT32_MAX:.7g}), which the float32 action buffer cannot hold"
+                )

@@ -7,7 +7,7 @@ import threading
 import numpy as np
 
 from .. import _native
-from ..call_order import CLOSED, READY_TO_RECV, READY_TO_SEND
+from ..call_order import CLOSED, IN_CALL, READY_TO_RECV, READY_TO_SEND, used_concurrently
 from ..errors import APIUsageError
 from ..native import check_schedule, check_threads, native_env_class
 from ..seeding import check_seed
@@ -87,20 +87,21 @@ class Multithreading(VecEnv):
         self._schedule = schedule
         self.agent_ids = np.arange(self.num_agents)
         self.buf = self.env.buf
-        self.observations, self.final_observations = self.buf.observations, self.buf.final_observations
         # Views of each buffer's rows, made once: recv() returns them without copying.
         rows = self.agents_per_batch
         self._batches = [
             (self.buf.rows(k * rows, (k + 1) * rows), self.agent_ids[k * rows : (k + 1) * rows])
             for k in range(self.num_buffers)
         ]
+        first = self._batches[0][0]  # the rows recv() returns first (all of them when synchronous)
+        self.observations, self.final_observations = first.observations, first.final_observations
         self._next = 0
         # The synchronous hot path's bound method and views, looked up once.
         self._step_infos = self.env.step_infos
         b = self.buf
         self._outputs = (b.observations, b.rewards, b.terminals, b.truncations, self.agent_ids, b.masks)
-        # Held while a native call steps or waits: close() from another thread stops that call
-        # (abandon), then waits for it (the native vector refuses two threads at once), and the
+        # Held by the one call under way (taken without waiting: a second thread's call is refused).
+        # close() from another thread stops that call (abandon), then waits for it, and the
         # waiting thread reports the close. A close() from a signal handler run by the thread that
         # holds it (the native call runs handlers while it polls for Ctrl-C) is finished once the
         # call has returned: a reentrant lock, so that this thread can tell.
@@ -134,58 +135,97 @@ class Multithreading(VecEnv):
     # An exception that leaves send/recv half done (Ctrl-C stops the native step at an env boundary)
     # makes the vector refuse use until reset(): see backends/interrupts.py.
 
+    # One thread at a time: a call takes `_in_use` without waiting (a second thread's call is an
+    # APIUsageError, never a second step of the same batch) and holds the call order at IN_CALL
+    # while it steps or waits, so that a recv() from another thread cannot read rows being written.
+
     @guarded
     def async_reset(self, seed: int | None = None) -> None:
         seed = self.seed if seed is None else check_seed(seed)
-        self._order.reset()
-        _, self.infos = self.env.reset(seed)
-        self._next = 0
+        order = self._order
+        if not self._in_use.acquire(False):
+            raise self._used_concurrently("async_reset")
+        try:
+            order.reset()  # raises the precise error for the current state
+        except BaseException:
+            self._in_use.release()
+            raise
+        try:
+            order.state = IN_CALL
+            _, self.infos = self.env.reset(seed)
+            self._next = 0
+        finally:
+            self._leave(READY_TO_RECV)
+            self._in_use.release()
 
     @guarded
     def send(self, actions) -> None:
         # The synchronous path is the hot one: the call order's state is read and written here
         # rather than through its methods (a Python call each, ~0.2 us of a 1.5 us batch step).
         order = self._order
+        if not self._in_use.acquire(False):  # not `with`: this is the hot path
+            raise self._used_concurrently("send")
         if order.state != READY_TO_SEND:
-            order.send()  # raises the precise error for the current state
-        if self.num_buffers == 1:
-            self._in_use.acquire()  # not `with`: this is the hot path, and try/except costs less
-            try:
-                self.infos = self._step_infos(actions)  # checks the actions before any env runs
-            except BaseException as exc:
-                self._in_use.release()
-                self._after_failed_call("send", exc)
-                raise
             self._in_use.release()
-            if order.state == CLOSED:
-                self._closed_while("send")
-        else:
-            self.env.submit(self._next, actions)
-            self._next = (self._next + 1) % self.num_buffers
+            order.send()  # raises the precise error for the current state
+        try:
+            order.state = IN_CALL
+            if self.num_buffers == 1:
+                self.infos = self._step_infos(actions)  # checks the actions before any env runs
+            else:
+                self.env.submit(self._next, actions)
+                self._next = (self._next + 1) % self.num_buffers
+        except BaseException as exc:
+            self._leave(READY_TO_SEND)  # refused actions leave the vector as it was
+            self._in_use.release()
+            self._after_failed_call("send", exc)
+            raise
+        self._in_use.release()
+        if order.state == CLOSED:
+            self._closed_while("send")
         order.state = READY_TO_RECV  # CallOrder.sent()
 
     @guarded
     def recv(self):
         order = self._order
         if order.state != READY_TO_RECV:
-            order.recv()  # raises the precise error for the current state
-        order.state = READY_TO_SEND  # what CallOrder.recv() moves to
+            order.recv()  # raises the precise error for the current state (IN_CALL included)
         if self.num_buffers == 1:
+            order.state = READY_TO_SEND  # what CallOrder.recv() moves to
             observations, rewards, terminals, truncations, agent_ids, masks = self._outputs
             return observations, rewards, terminals, truncations, self.infos, agent_ids, masks
+        if not self._in_use.acquire(False):
+            raise self._used_concurrently("recv")
+        if order.state != READY_TO_RECV:  # another thread's recv came first
+            self._in_use.release()
+            order.recv()
         k = self._next
-        self._in_use.acquire()
         try:
+            order.state = IN_CALL
             self.infos = infos = self.env.wait(k)
         except BaseException as exc:
+            self._leave(READY_TO_SEND)
             self._in_use.release()
             self._after_failed_call("recv", exc)
             raise
         self._in_use.release()
-        if self._order.closed:
+        if order.closed:
             self._closed_while("recv")
+        order.state = READY_TO_SEND
         rows, agent_ids = self._batches[k]
+        # The batch's rows, as on every backend: final_observations[terminals | truncations] works here too.
+        self.observations, self.final_observations = rows.observations, rows.final_observations
         return (rows.observations, rows.rewards, rows.terminals, rows.truncations, infos, agent_ids, rows.masks)
+
+    def _leave(self, state: int) -> None:
+        """Ends IN_CALL with ``state``, unless the vector was closed (or marked for reset) meanwhile."""
+        if self._order.state == IN_CALL:
+            self._order.state = state
+
+    def _used_concurrently(self, call: str) -> APIUsageError:
+        if self._order.closed:
+            return APIUsageError(f"Multithreading: {call}() on a closed vector env")
+        return used_concurrently("Multithreading", call)
 
     def pool_stats(self) -> dict:
         return self.env.pool_stats()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..buffers import Buffers
+from ..call_order import IN_CALL, READY_TO_RECV
 from ..errors import APIUsageError
 from ..seeding import check_seed
 from .base import VecEnv, agent_id_range
@@ -62,15 +63,27 @@ class Serial(VecEnv):
     @guarded
     def async_reset(self, seed: int | None = None) -> None:
         seed = self.seed if seed is None else check_seed(seed)
-        self._order.reset()
-        self.infos = self._run(self._runner.reset, seed)
+        order = self._order
+        order.reset()
+        order.state = IN_CALL
+        try:
+            self.infos = self._run(self._runner.reset, seed)
+        finally:
+            if order.state == IN_CALL:
+                order.state = READY_TO_RECV
 
     @guarded
     def send(self, actions) -> None:
         actions = self._check_actions(actions)
-        self._order.send()
-        np.copyto(self.buf.actions, actions, casting="unsafe")
-        self.infos = self._run(self._runner.step)
+        order = self._order
+        order.send()
+        order.state = IN_CALL  # another thread's call is refused while the envs step
+        try:
+            np.copyto(self.buf.actions, actions, casting="unsafe")
+            self.infos = self._run(self._runner.step)
+        finally:
+            if order.state == IN_CALL:
+                order.state = READY_TO_RECV
 
     def recv(self):
         self._order.recv()

@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import _native
 from ..buffers import Buffers, check_fits, out_of_memory
+from ..call_order import IN_CALL, READY_TO_RECV, READY_TO_SEND
 from ..errors import APIUsageError
 from ..pufferenv import PufferEnv
 from ..seeding import check_seed
@@ -220,17 +221,27 @@ class NativeEnv(PufferEnv):
     def submit(self, buffer: int, actions) -> None:
         """Queues a step of buffer ``buffer`` (num_buffers > 1) and returns while it runs."""
         if type(actions) is not np.ndarray or self._vec.submit(buffer, actions) < 0:
-            actions = self._check_buffer_actions(actions)  # converts other dtypes, or raises
-            self._vec.submit(buffer, np.ascontiguousarray(actions, dtype=self.actions.dtype))
+            # converts other dtypes, byte orders and layouts, or raises
+            self._vec.submit(buffer, self._check_buffer_actions.converted(actions))
 
     def wait(self, buffer: int) -> list[dict]:
         """Waits for the step of buffer ``buffer``; returns its infos."""
         return self._logs[buffer].add(self._vec.wait(buffer))
 
     def send(self, actions) -> None:
-        self._order.check_send()
-        _, _, _, _, self.infos = self.step(actions)
-        self._order.sent()
+        order = self._order
+        if order.state != READY_TO_SEND:
+            order.send()  # raises the precise error for the current state
+        # IN_CALL while the envs step: another thread's send or recv is refused (the native vector
+        # also refuses a second thread's step while one runs: the two leave no gap between them).
+        order.state = IN_CALL
+        try:
+            _, _, _, _, self.infos = self.step(actions)
+        except BaseException:
+            if order.state == IN_CALL:
+                order.state = READY_TO_SEND  # refused actions leave the vector as it was
+            raise
+        order.state = READY_TO_RECV
 
     def abandon(self) -> None:
         """Stops the step in flight at the next env boundary; callable from any thread. The call
