@@ -30,6 +30,7 @@ from gymnasium import spaces
 
 import shoal
 
+from . import manifest
 from .errors import OceanError
 from .pyclass import ClassModel
 from .source import build_cache_dir
@@ -46,7 +47,12 @@ CFLAGS = (
     "-std=gnu11",
     "-Wno-alloc-size-larger-than",
     "-Werror=implicit-function-declaration",
+    # Reading a variable before it is set is undefined behaviour that crashes some envs (freeway's
+    # randomize_enemy_speed, in its own C loop too): refused at build time, never loaded.
+    "-Werror=uninitialized",
+    "-Werror=maybe-uninitialized",
 )
+UNINITIALIZED = re.compile(r"(?m)^(\S+:\d+:\d+): error: (.*uninitialized.*)$")
 # initial-exec: the rand() drop-in reads a thread-local per call; in a dlopen'ed library the default
 # model makes that a __tls_get_addr call, initial-exec a single load (a few bytes of static TLS).
 LIBRARY_FLAGS = ("-shared", "-fPIC", "-fvisibility=hidden", "-ftls-model=initial-exec")
@@ -205,6 +211,13 @@ def _run_compiler(command: list[str], cwd: Path, what: str) -> None:
         raise OceanError(f"cannot compile {what}: C compiler {command[0]!r} not found (set CC)") from None
     if result.returncode != 0:
         output = (result.stdout + result.stderr).strip()
+        unset = UNINITIALIZED.search(output)
+        if unset:
+            raise OceanError(
+                f"{what} reads a variable before it is set ({Path(unset.group(1)).name}: {unset.group(2)}): "
+                f"undefined behaviour that can crash the process, so shoal does not build it. "
+                f"Compiler output ({command[0]} exit {result.returncode}):\n{output}"
+            )
         raise OceanError(f"compiling {what} failed ({' '.join(command[:1])} exit {result.returncode}):\n{output}")
 
 
@@ -236,9 +249,33 @@ def build_library(name: str, folder: Path, model: ClassModel) -> Library:
     root = build_cache_dir()
     final = root / f"{name}-{key[:24]}"
     library = Library(name, final / f"{name}.so", final, params, stats, dropped)
-    if library.path.is_file():
-        _mark_used(final)
-        return library
+    damaged = None
+    if final.exists():
+        damaged = manifest.damage(library.path)
+        if damaged is None:
+            _mark_used(final)
+            return library
+        manifest.discard(final)
+    try:
+        _compile(library, folder, header, cc)
+    except OceanError as error:
+        if damaged is None:
+            raise
+        raise OceanError(
+            f"the cached build {final} was damaged ({damaged}) and rebuilding it failed: {error}"
+        ) from None
+    problem = manifest.damage(library.path)
+    if problem is not None:
+        raise OceanError(f"the build {final} of Ocean env {name!r} cannot be trusted: {problem}")
+    prune_builds(root, name)
+    return library
+
+
+def _compile(library: Library, folder: Path, header: str, cc: str) -> None:
+    """Compiles ``library`` in a staging folder, renamed into place once the compiler succeeded and the
+    manifest is written (a concurrent build that finished first wins)."""
+    name, final = library.name, library.folder
+    root = final.parent
     root.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(dir=root, prefix=f"{STAGE_PREFIX}{name}-"))
     try:
@@ -257,6 +294,7 @@ def build_library(name: str, folder: Path, model: ClassModel) -> Library:
             "-lm",
         ]
         _run_compiler(command, stage, f"Ocean env {name!r} ({folder / 'binding.c'})")
+        manifest.write(stage / f"{name}.so")  # last: an entry without it was never finished
         try:
             os.replace(stage, final)
         except OSError:
@@ -264,8 +302,6 @@ def build_library(name: str, folder: Path, model: ClassModel) -> Library:
                 raise
     finally:
         shutil.rmtree(stage, ignore_errors=True)
-    prune_builds(root, name)
-    return library
 
 
 def _mark_used(entry: Path) -> None:
