@@ -144,3 +144,22 @@ def test_shoal_check_reports_an_env_that_crashes(leaky, tmp_path):
     )
     assert result.returncode == 1, f"exit {result.returncode}: {result.stderr[-2000:]}"
     assert f"FAILED: the env crashed the process that ran it (killed by {signal.SIGSEGV.name})" in result.stdout
+
+
+def test_a_huge_ocean_layout_is_refused_up_front_with_the_estimate(tmp_path):
+    """num_snakes = 100000000: joint_space's full per-agent bounds (11 GiB a Box) were not counted,
+    and the process was killed for memory at 24 GB after 53 s."""
+    from test_memory_estimate import _capped_cli
+
+    source.ocean_dir()  # the sdist, fetched once into the user's cache
+    config = tmp_path / "snakes.ini"
+    config.write_text(
+        "[env]\nname = ocean:snake\nnum_snakes = 100000000\n[vec]\nbackend = Multithreading\nnum_envs = 1\n"
+    )
+    result, elapsed, max_rss_kb = _capped_cli(
+        ["run", "--config", str(config)], SHOAL_OCEAN_BUILD_CACHE=str(tmp_path / "builds")
+    )
+    assert result.returncode == 2, result.stderr[-2000:]
+    line = result.stderr.strip().splitlines()[0]
+    assert "needs" in line and "buffers for 100,000,000 agent rows" in line and "joint spaces' bounds" in line
+    assert elapsed < 120 and max_rss_kb < 1 << 20  # the build of the env included

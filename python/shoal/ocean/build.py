@@ -4,8 +4,9 @@ A build stages the env's folder byte for byte beside shoal's ``env_binding.h`` (
 ``#include "../env_binding.h"`` resolves to shoal's contract, not PufferLib's), writes the
 generated config header (spaces, agents, keyword parameters, stats) and compiles
 ``csrc/shoal_ocean_adapter.c``, which includes the binding. Everything happens in a temporary
-folder of the cache that is renamed into place only after the compiler succeeded, so a failure
-leaves nothing behind. Builds are keyed by the hash of every input, so a changed tree rebuilds.
+folder of the cache that is renamed into place only after the compiler succeeded and the build's
+manifest (the library's size and SHA-256, see manifest.py) was written, so a failure leaves nothing
+behind; an entry whose library does not match its manifest is rebuilt, never loaded. Builds are keyed by the hash of every input, so a changed tree rebuilds.
 Each use marks a build as used; a new build of an env removes that env's builds beyond the
 KEEP_BUILDS_PER_ENV most recently used (never one used within IN_USE_SECONDS, which another
 process may be loading), and ``shoal ocean clean`` removes them all.
