@@ -163,3 +163,18 @@ def test_a_huge_ocean_layout_is_refused_up_front_with_the_estimate(tmp_path):
     line = result.stderr.strip().splitlines()[0]
     assert "needs" in line and "buffers for 100,000,000 agent rows" in line and "joint spaces' bounds" in line
     assert elapsed < 120 and max_rss_kb < 1 << 20  # the build of the env included
+
+
+def test_shoal_check_in_its_child_process_can_start_workers(tmp_path):
+    config = tmp_path / "mp.ini"
+    config.write_text(
+        "[env]\nname = cartpole\n[vec]\nbackend = Multiprocessing\nnum_envs = 2\nnum_workers = 2\noverwork = true\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "shoal", "check", "--config", str(config), "--steps", "50"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "CartPole: Multiprocessing, 2 envs, 50 steps vs each env stepped alone: identical" in result.stdout

@@ -200,7 +200,7 @@ def isolated_check(env_class: type[NativeEnv], backend: str = "Multithreading", 
     failed check naming the signal, not the end of the caller. Errors check() raises are raised here."""
     context = multiprocessing.get_context("fork")
     receiver, sender = context.Pipe(duplex=False)
-    child = context.Process(target=_check_child, args=(sender, env_class, backend, num_envs, options), daemon=True)
+    child = context.Process(target=_check_child, args=(sender, env_class, backend, num_envs, options))
     child.start()
     sender.close()
     try:
