@@ -121,7 +121,9 @@ def _capped_cli(args, **env) -> tuple[subprocess.CompletedProcess, float, int]:
         [sys.executable, "-c", CAPPED, *args], capture_output=True, text=True, timeout=300, env={**os.environ, **env}
     )
     elapsed = time.perf_counter() - start
-    max_rss_kb = int(result.stderr.strip().splitlines()[-1].split()[-1])
+    rss = [line for line in result.stderr.splitlines() if line.startswith("maxrss_kb ")]
+    assert rss, result.stderr[-2000:]
+    max_rss_kb = int(rss[-1].split()[-1])
     return result, elapsed, max_rss_kb
 
 
