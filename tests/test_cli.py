@@ -1,5 +1,6 @@
 """The `shoal` command, driven as a subprocess the way users run it."""
 
+import os
 import re
 import subprocess
 import sys
@@ -124,3 +125,50 @@ def test_envs_lists_bundled_envs():
     for name in ("cartpole", "squared", "grid", "deep"):
         assert name in result.stdout
     assert "param work (int, default 20000" in result.stdout
+
+
+def _one_line_error(result) -> str:
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2 and len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    return lines[0]
+
+
+def test_a_callable_that_cannot_take_the_env_parameters_is_named(tmp_path):
+    path = write(tmp_path, "[env]\nname = os:system\n[vec]\nbackend = Serial\nnum_envs = 2\n")
+    line = _one_line_error(shoal("run", "--config", path, "--steps", 10))
+    assert line.startswith(f"shoal: error: {path}: [env] name = 'os:system': ")
+    assert "cannot be called with the [env] parameters (none): missing a required argument: 'command'" in line
+
+
+def test_a_creator_that_raises_is_a_one_line_error_naming_the_key(tmp_path):
+    module = tmp_path / "failing_creator.py"
+    module.write_text("def make(size=3):\n    raise ValueError(f'size {size} is not supported')\n")
+    path = write(tmp_path, "[env]\nname = failing_creator:make\nsize = 5\n[vec]\nbackend = Serial\nnum_envs = 2\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "shoal", "run", "--config", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+    )
+    line = _one_line_error(result)
+    assert line == (
+        f"shoal: error: {path}: [env] name = 'failing_creator:make': making the env failed: "
+        "ValueError: size 5 is not supported"
+    )
+
+
+def test_a_num_envs_of_26_digits_is_refused_with_the_estimate(tmp_path):
+    path = write(tmp_path, "[env]\nname = cartpole\n[vec]\nnum_envs = 12345678901234567890123456\n")
+    line = _one_line_error(shoal("run", "--config", path))
+    assert line.startswith(f"shoal: error: {path}: num_envs=12,345,678,901,234,567,890,123,456 needs ")
+    assert "of memory for the vector (" in line and "this machine has available" in line
+
+
+def test_a_config_with_a_utf8_byte_order_mark_is_read(tmp_path):
+    path = tmp_path / "bom.ini"
+    path.write_bytes(b"\xef\xbb\xbf[env]\nname = cartpole\n[vec]\nbackend = Serial\nnum_envs = 2\n")
+    result = shoal("run", "--config", path, "--steps", 100)
+    assert result.returncode == 0, result.stderr
+    assert "backend: Serial" in result.stdout and "num_envs: 2" in result.stdout

@@ -19,19 +19,81 @@ def zeros(shape: tuple, dtype: np.dtype) -> np.ndarray:
     return np.zeros(shape, dtype=dtype)
 
 
-def out_of_memory(nbytes: int, num_envs: int, what: str) -> MemoryError:
-    """The MemoryError of an allocation that a huge num_envs made impossible, with the numbers."""
-    return MemoryError(
-        f"num_envs={num_envs:,} needs {nbytes:,} bytes ({nbytes / 2**30:,.1f} GiB) of {what}, "
-        "more than this machine could allocate; lower num_envs"
+class VectorTooLarge(APIUsageError, MemoryError):
+    """A vector (or one of its allocations) needs more memory than the machine has available; the
+    message gives the estimate. A MemoryError too, for code that catches those."""
+
+
+def available_memory() -> int:
+    """Bytes this process can allocate without swapping (what the kernel reports as available)."""
+    return psutil.virtual_memory().available
+
+
+def _too_large(nbytes: int, num_envs: int, what: str, available: int) -> VectorTooLarge:
+    return VectorTooLarge(
+        f"num_envs={num_envs:,} needs {nbytes:,} bytes ({_size(nbytes)}) of {what}, more than "
+        f"the {_size(available)} this machine has available; lower num_envs (or the agents per env)"
     )
 
 
+def out_of_memory(nbytes: int, num_envs: int, what: str) -> VectorTooLarge:
+    """The error of an allocation that a huge num_envs made impossible, with the numbers."""
+    return _too_large(nbytes, num_envs, what, available_memory())
+
+
 def check_fits(nbytes: int, num_envs: int, what: str) -> None:
-    """Raises out_of_memory() before allocating more than the machine's physical memory: with memory
+    """Raises out_of_memory() before allocating more than the machine has available: with memory
     overcommit such an allocation succeeds and the out-of-memory killer ends the process later."""
-    if nbytes > psutil.virtual_memory().total:
-        raise out_of_memory(nbytes, num_envs, what)
+    available = available_memory()
+    if nbytes > available:
+        raise _too_large(nbytes, num_envs, what, available)
+
+
+def check_estimate(parts: list[tuple[str, int]], num_envs: int) -> None:
+    """Raises VectorTooLarge, naming every part, unless all of ``parts`` ((what, bytes), everything a
+    vector will allocate) fit together in the available memory."""
+    total = sum(nbytes for _, nbytes in parts)
+    available = available_memory()
+    if total > available:
+        detail = ", ".join(f"{what} {_size(nbytes)}" for what, nbytes in parts if nbytes)
+        raise _too_large(total, num_envs, f"memory for the vector ({detail})", available)
+
+
+def _size(nbytes: int) -> str:
+    return f"{nbytes / 2**30:,.1f} GiB" if nbytes >= 2**30 else f"{nbytes / 2**20:,.1f} MiB"
+
+
+# Bytes per element of a joint space (joint_space) at its peak, as tracemalloc measures it: a Box
+# keeps low and high (its dtype) and the bool masks bounded_below/above, and builds through a
+# temporary of its dtype (at least two bytes) and one more mask; (Multi)Discrete keeps nvec and start
+# (int64) and builds through two (one) more int64 copies.
+def joint_space_bytes(space: spaces.Space, agents: int) -> int:
+    """Bytes joint_space(space, agents) allocates."""
+    elements = agents * int(np.prod(space.shape, dtype=np.int64)) if space.shape else agents
+    if isinstance(space, spaces.Box):
+        itemsize = np.dtype(space.dtype).itemsize
+        return elements * (2 * itemsize + 2 + max(itemsize, 2) + 1)
+    if isinstance(space, spaces.Discrete):
+        return elements * (4 * 8 + 1)
+    return elements * (3 * 8 + 1)
+
+
+def native_vector_estimate(info: dict, num_envs: int, observation_space, action_space, joint_rows=()) -> list:
+    """(what, bytes) of everything a native vector of ``num_envs`` envs of ``info`` (a spec's
+    describe()) allocates: its buffers, the joint spaces of its rows (and of each count in
+    ``joint_rows``: a backend's batches around it), the env structs (one cache line at least, as the
+    core aligns them), their parameters and episode tallies."""
+    rows = num_envs * int(info["num_agents"])
+    env_struct = -(-max(int(info.get("env_size", 0)), 1) // 64) * 64
+    joints = sum(
+        joint_space_bytes(observation_space, n) + joint_space_bytes(action_space, n) for n in (rows, *joint_rows)
+    )
+    return [
+        (f"buffers for {rows:,} agent rows", rows * Buffers.row_bytes(observation_space, action_space)),
+        ("joint spaces' bounds", joints),
+        ("env structs", num_envs * env_struct),
+        ("per-env parameters and episode tallies", num_envs * 8 * (1 + len(info["params"]) + 3 + len(info["stats"]))),
+    ]
 
 
 @dataclass

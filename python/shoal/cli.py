@@ -193,7 +193,7 @@ def cmd_ocean_clean(args, overrides) -> int:
 
 def cmd_check(args, overrides) -> int:
     from .config import resolve_env
-    from .ocean.check import check
+    from .ocean.check import isolated_check
 
     config = load(args.config, overrides)
     vec = config.effective_vec()
@@ -201,7 +201,7 @@ def cmd_check(args, overrides) -> int:
     num_envs = args.num_envs or min(vec.pop("num_envs", 8), 8)
     vec.pop("num_envs", None)
     seed = vec.pop("seed", 0)
-    result = check(
+    result = isolated_check(
         resolve_env(config),
         backend=backend,
         num_envs=num_envs,

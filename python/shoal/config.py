@@ -20,12 +20,13 @@ from __future__ import annotations
 import configparser
 import functools
 import importlib
+import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .backends.multiprocessing import START_METHODS
 from .backends.registry import backend_names, backend_options, canonical_name
-from .errors import APIUsageError
+from .errors import APIUsageError, EnvError
 from .native import SCHEDULES, is_native_env
 
 
@@ -173,7 +174,7 @@ def _read_text(path: Path) -> str:
     if len(data) > MAX_CONFIG_BYTES:
         raise ConfigError(f"config file {path} is larger than {MAX_CONFIG_BYTES:,} bytes; it is not a config file")
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8-sig")  # a byte order mark (some editors write one) is not text
     except UnicodeDecodeError as error:
         raise ConfigError(
             f"config file {path} is not UTF-8 text (byte 0x{data[error.start]:02x} at offset "
@@ -266,7 +267,24 @@ def resolve_env(config: Config):
         raise ConfigError(f"{config.path}: [env] name = {name!r} cannot be imported: {error}") from None
     if not callable(creator):
         raise ConfigError(f"{config.path}: [env] name = {name!r} is not callable")
+    _check_callable_with(creator, config)
     return creator
+
+
+def _check_callable_with(creator, config: Config) -> None:
+    """ConfigError unless ``creator`` takes the [env] parameters as keywords (and nothing else)."""
+    try:
+        signature = inspect.signature(creator)
+    except (TypeError, ValueError):
+        return  # builtins and extension types may not tell; calling them will
+    try:
+        signature.bind(**config.env_kwargs)
+    except TypeError as error:
+        keys = ", ".join(config.env_kwargs) or "none"
+        raise ConfigError(
+            f"{config.path}: [env] name = {config.env_name!r}: {config.env_name}{signature} cannot be called "
+            f"with the [env] parameters ({keys}): {error}"
+        ) from None
 
 
 def make_from_config(config: Config | str | Path | None = None, overrides: dict[str, str] | None = None):
@@ -287,3 +305,11 @@ def make_from_config(config: Config | str | Path | None = None, overrides: dict[
         return make(creator, env_kwargs=env_kwargs, backend=backend, num_envs=num_envs, **vec)
     except APIUsageError as error:
         raise ConfigError(f"{config.path}: {error}") from None
+    except EnvError:
+        raise
+    except Exception as error:
+        if is_native_env(creator):  # shoal's own env classes: a bug of shoal's, with its traceback
+            raise
+        raise ConfigError(  # the Python creator [env] name picks (user code) failed
+            f"{config.path}: [env] name = {config.env_name!r}: making the env failed: {type(error).__name__}: {error}"
+        ) from error

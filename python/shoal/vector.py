@@ -6,11 +6,13 @@ import inspect
 
 from .backends.registry import backend_names, backend_options, register_backend, resolve_backend
 from .backends.workers.layout import worker_layout
-from .buffers import check_fits, out_of_memory
+from .buffers import check_estimate, native_vector_estimate, out_of_memory
 from .errors import APIUsageError
+from .native import is_native_env
+from .native.spec import action_space, observation_space
 from .pufferenv import PufferEnv
 from .seeding import check_seed
-from .validation import check_integer
+from .validation import check_integer, is_integer
 
 
 def __getattr__(name: str):
@@ -56,13 +58,30 @@ def _per_env_arguments(env_creator_or_creators, env_args, env_kwargs, num_envs: 
         raise APIUsageError(f"env_args must be a list or tuple of arguments, got {env_args!r}")
     if not isinstance(env_kwargs, dict):
         raise APIUsageError(f"env_kwargs must be a dict, got {env_kwargs!r}")
-    # One entry per env, so a num_envs the machine cannot hold fails here, saying so.
-    what = "per-env lists of creators, args and kwargs"
-    check_fits(3 * 8 * num_envs, num_envs, what)
+    what = "per-env lists of creators, args and kwargs"  # counted by check_memory
     try:
         return [env_creator_or_creators] * num_envs, [tuple(env_args)] * num_envs, [env_kwargs] * num_envs
     except MemoryError:
         raise out_of_memory(3 * 8 * num_envs, num_envs, what) from None
+
+
+def check_memory(creator, env_kwargs, backend_cls, num_envs: int) -> None:
+    """Refuses (VectorTooLarge, with the estimate) a vector that cannot fit in the available memory,
+    before anything is allocated: the per-env lists, and for a native env class everything its
+    native vector holds (under PufferEnv the one object holds env_kwargs' num_envs envs). Python envs
+    are probed by their backend; their own objects are not counted."""
+    parts = [("per-env lists of creators, args and kwargs", 3 * 8 * num_envs)]
+    envs = num_envs
+    if is_native_env(creator) and (env_kwargs is None or isinstance(env_kwargs, dict)):
+        if backend_cls is PufferEnv:
+            envs = (env_kwargs or {}).get("num_envs", 1)
+        if is_integer(envs) and envs >= 1:
+            info = creator.describe()
+            joint_rows = () if backend_cls is PufferEnv else (envs * int(info["num_agents"]),)
+            parts += native_vector_estimate(info, envs, observation_space(info), action_space(info), joint_rows)
+        else:
+            envs = num_envs  # the env refuses it itself
+    check_estimate(parts, envs)
 
 
 def check_arguments(creator, args: tuple, kwargs: dict) -> None:
@@ -117,6 +136,7 @@ def make(env_creator_or_creators, env_args=None, env_kwargs=None, backend=Puffer
             f"invalid argument(s) {unknown} for backend {backend_cls.__name__}; "
             f"valid: {sorted(valid) or 'none beyond num_envs and seed'}"
         )
+    check_memory(env_creator_or_creators, env_kwargs, backend_cls, num_envs)
     env_creators, env_args, env_kwargs = _per_env_arguments(env_creator_or_creators, env_args, env_kwargs, num_envs)
     if backend_cls is PufferEnv:
         return _make_pufferenv(env_creators[0], env_args[0], env_kwargs[0], num_envs, seed)

@@ -10,6 +10,8 @@
  *                            SHOAL_EPISODE_OVER when the whole env must be reset, else
  *                            SHOAL_EPISODE_RUNNING.
  *
+ * Every env struct starts zeroed (as PufferLib's calloc leaves it) before parameters and init().
+ *
  * What the core does around those callbacks (identical on every backend), in shoal_step_envs()
  * below:
  *   - before step: rewards, terminals and truncations of the env are zeroed (the rows of a range

@@ -127,4 +127,4 @@ def build_source(source: Path, name: str) -> Path:
         command = compile_command(source, stage / f"{name}.so", mujoco, extra_includes=(source.parent,))
         builds.run_compiler(command, stage, f"MuJoCo task {name!r} ({source})", APIUsageError)
 
-    return builds.cached_build(build_cache_dir(), name, key, f"{name}.so", build) / f"{name}.so"
+    return builds.cached_build(build_cache_dir(), name, key, f"{name}.so", build, APIUsageError) / f"{name}.so"

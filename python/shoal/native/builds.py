@@ -2,7 +2,8 @@
 
 A build is keyed by the hash of every input (flags, compiler, sources, shoal's headers and version), so
 a changed input rebuilds. It happens in a temporary folder of the cache that is renamed into place only
-after the compiler succeeded, so a failure leaves nothing behind and concurrent builds of one key never
+after the compiler succeeded and the library's manifest (size, SHA-256) was written, so a failure
+leaves nothing behind, an entry that no longer matches its manifest is rebuilt, and concurrent builds of one key never
 see half a library. Each use marks a build as used; a new build of a name removes that name's builds
 beyond the KEEP_BUILDS_PER_NAME most recently used (never one used within IN_USE_SECONDS, which another
 process may be loading), and clean_builds() removes them all.
@@ -20,6 +21,8 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+from . import manifest
 
 KEEP_BUILDS_PER_NAME = 8
 IN_USE_SECONDS = 24 * 3600
@@ -65,17 +68,33 @@ def entry(root: Path, name: str, key: str) -> Path:
     return root / f"{name}-{key[:KEY_CHARS]}"
 
 
-def cached_build(root: Path, name: str, key: str, product: str, build: Callable[[Path], None]) -> Path:
-    """The folder holding ``product`` built for ``key``: the cached one (marked used), else
-    ``build(stage)`` writes it into a fresh staging folder that then becomes the entry."""
+def cached_build(
+    root: Path, name: str, key: str, product: str, build: Callable[[Path], None], error: type[Exception]
+) -> Path:
+    """The folder holding ``product`` built for ``key``: the cached one (marked used) if its library
+    matches its manifest, else ``build(stage)`` writes it into a fresh staging folder that becomes the
+    entry once its manifest is written. A damaged entry is discarded and rebuilt, never returned: loading
+    a truncated library is a SIGBUS, not an error (see manifest.py)."""
     final = entry(root, name, key)
-    if (final / product).is_file():
-        mark_used(final)
-        return final
+    damaged = None
+    if final.exists():
+        damaged = manifest.damage(final / product)
+        if damaged is None:
+            mark_used(final)
+            return final
+        manifest.discard(final)
     root.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(dir=root, prefix=f"{STAGE_PREFIX}{name}-"))
     try:
-        build(stage)
+        try:
+            build(stage)
+        except error as failure:
+            if damaged is None:
+                raise
+            raise error(
+                f"the cached build {final} was damaged ({damaged}) and rebuilding it failed: {failure}"
+            ) from None
+        manifest.write(stage / product)  # last: an entry without it was never finished
         try:
             os.replace(stage, final)
         except OSError:
@@ -83,6 +102,9 @@ def cached_build(root: Path, name: str, key: str, product: str, build: Callable[
                 raise
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+    problem = manifest.damage(final / product)
+    if problem is not None:
+        raise error(f"the build {final} of {name!r} cannot be trusted: {problem}")
     prune_builds(root, name)
     return final
 

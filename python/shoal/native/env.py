@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import _native
-from ..buffers import Buffers, check_fits, out_of_memory
+from ..buffers import Buffers, check_estimate, native_vector_estimate, out_of_memory
 from ..call_order import IN_CALL, READY_TO_RECV, READY_TO_SEND
 from ..errors import APIUsageError
 from ..pufferenv import PufferEnv
@@ -118,7 +118,7 @@ class NativeEnv(PufferEnv):
             ):
                 raise APIUsageError(f"env_params must be a list of {num_envs} dicts (one per env)")
         per_env = 8 + 8 * len(info["params"])  # bytes of each env's row of parameters
-        check_fits(num_envs * per_env, num_envs, "per-env parameters")
+        check_estimate(native_vector_estimate(info, num_envs, observation_space(info), action_space(info)), num_envs)
         try:
             matrix, max_episode_steps, texts = resolve_params(info, env_params or [params] * num_envs)
         except MemoryError:

@@ -4,9 +4,11 @@ A build stages the env's folder byte for byte beside shoal's ``env_binding.h`` (
 ``#include "../env_binding.h"`` resolves to shoal's contract, not PufferLib's), writes the
 generated config header (spaces, agents, keyword parameters, stats) and compiles
 ``csrc/shoal_ocean_adapter.c``, which includes the binding. Everything happens in a temporary
-folder of the cache that is renamed into place only after the compiler succeeded, so a failure
-leaves nothing behind. Builds are keyed by the hash of every input, so a changed tree rebuilds.
-The cache itself (keys, atomic builds, pruning, ``shoal ocean clean``) is shoal.native.builds'.
+folder of the cache that is renamed into place only after the compiler succeeded and the build's
+manifest (the library's size and SHA-256) was written, so a failure leaves nothing behind; an
+entry whose library does not match its manifest is rebuilt, never loaded. Builds are keyed by the
+hash of every input, so a changed tree rebuilds. The cache itself (keys, atomic builds, manifests,
+pruning, ``shoal ocean clean``) is shoal.native.builds'.
 """
 
 from __future__ import annotations
@@ -41,7 +43,12 @@ CFLAGS = (
     "-std=gnu11",
     "-Wno-alloc-size-larger-than",
     "-Werror=implicit-function-declaration",
+    # Reading a variable before it is set is undefined behaviour that crashes some envs (freeway's
+    # randomize_enemy_speed, in its own C loop too): refused at build time, never loaded.
+    "-Werror=uninitialized",
+    "-Werror=maybe-uninitialized",
 )
+UNINITIALIZED = re.compile(r"(?m)^(\S+:\d+:\d+): error: (.*uninitialized.*)$")
 # initial-exec: the rand() drop-in reads a thread-local per call; in a dlopen'ed library the default
 # model makes that a __tls_get_addr call, initial-exec a single load (a few bytes of static TLS).
 LIBRARY_FLAGS = ("-shared", "-fPIC", "-fvisibility=hidden", "-ftls-model=initial-exec")
@@ -178,7 +185,16 @@ def stage_sources(folder: Path, name: str, dest: Path) -> None:
 
 
 def _run_compiler(command: list[str], cwd: Path, what: str) -> None:
-    builds.run_compiler(command, cwd, what, OceanError)
+    try:
+        builds.run_compiler(command, cwd, what, OceanError)
+    except OceanError as error:
+        unset = UNINITIALIZED.search(str(error))
+        if unset is None:
+            raise
+        raise OceanError(
+            f"{what} reads a variable before it is set ({Path(unset.group(1)).name}: {unset.group(2)}): "
+            f"undefined behaviour that can crash the process, so shoal does not build it. {error}"
+        ) from None
 
 
 def _include_flags(stage: Path) -> list[str]:
@@ -225,7 +241,7 @@ def build_library(name: str, folder: Path, model: ClassModel) -> Library:
         ]
         _run_compiler(command, stage, f"Ocean env {name!r} ({folder / 'binding.c'})")
 
-    final = builds.cached_build(root, name, key, f"{name}.so", build)
+    final = builds.cached_build(root, name, key, f"{name}.so", build, OceanError)
     return Library(name, final / f"{name}.so", final, params, stats, dropped)
 
 
