@@ -20,6 +20,7 @@ PARITY = {
     "Humanoid-v5": ({}, 2000),
     "Swimmer-v5": ({}, 2000),
     "InvertedPendulum-v5": ({}, 2000),
+    "InvertedDoublePendulum-v5": ({}, 2000),
 }
 PARITY_ENVS = 2
 

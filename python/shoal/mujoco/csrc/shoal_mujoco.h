@@ -38,29 +38,27 @@ typedef struct shoal_mj_shared {
     float ctrl_high[SHOAL_MAX_ACTION_DIMS];
 } shoal_mj_shared;
 
-/** The parameters of shoal_mj, as entries of a task's parameter table (TYPE: the task's struct). */
+/** The model parameters of shoal_mj (xml_file, frame_skip), as entries of a task's parameter table
+ * (TYPE: the task's struct); for tasks whose reset has no noise scale (Reacher, Pusher). */
+#define SHOAL_MJ_MODEL_PARAMS(TYPE, XML_FILE, FRAME_SKIP)                                     \
+    {"xml_file",                                                                              \
+     SHOAL_PARAM_TEXT,                                                                        \
+     offsetof(TYPE, mj.xml_file),                                                             \
+     0,                                                                                       \
+     0,                                                                                       \
+     0,                                                                                       \
+     "path of the MJCF model (a bare name: Gymnasium's asset of that name)",                  \
+     SHOAL_PARAM_PER_VECTOR,                                                                  \
+     0,                                                                                       \
+     (XML_FILE)},                                                                             \
+    {                                                                                         \
+        "frame_skip", SHOAL_PARAM_INT32, offsetof(TYPE, mj.frame_skip), (FRAME_SKIP), 1, 1e6, \
+            "mj_step calls per env step", 0, 0, NULL                                          \
+    }
+
+/** Every parameter of shoal_mj (the model's and reset_noise_scale), as entries of a parameter table. */
 #define SHOAL_MJ_PARAMS(TYPE, XML_FILE, FRAME_SKIP, RESET_NOISE_SCALE)                                          \
-    {"xml_file",                                                                                                \
-     SHOAL_PARAM_TEXT,                                                                                          \
-     offsetof(TYPE, mj.xml_file),                                                                               \
-     0,                                                                                                         \
-     0,                                                                                                         \
-     0,                                                                                                         \
-     "path of the MJCF model (a bare name: Gymnasium's asset of that name)",                                    \
-     SHOAL_PARAM_PER_VECTOR,                                                                                    \
-     0,                                                                                                         \
-     (XML_FILE)},                                                                                               \
-        {"frame_skip",                                                                                          \
-         SHOAL_PARAM_INT32,                                                                                     \
-         offsetof(TYPE, mj.frame_skip),                                                                         \
-         (FRAME_SKIP),                                                                                          \
-         1,                                                                                                     \
-         1e6,                                                                                                   \
-         "mj_step calls per env step",                                                                          \
-         0,                                                                                                     \
-         0,                                                                                                     \
-         NULL},                                                                                                 \
-    {                                                                                                           \
+    SHOAL_MJ_MODEL_PARAMS(TYPE, XML_FILE, FRAME_SKIP), {                                                        \
         "reset_noise_scale", SHOAL_PARAM_FLOAT64, offsetof(TYPE, mj.reset_noise_scale), (RESET_NOISE_SCALE), 0, \
             INFINITY, "scale of the noise added to the initial qpos (uniform) and qvel (normal)", 0, 0, NULL    \
     }
