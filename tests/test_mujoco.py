@@ -21,6 +21,7 @@ PARITY = {
     "Swimmer-v5": ({}, 2000),
     "InvertedPendulum-v5": ({}, 2000),
     "InvertedDoublePendulum-v5": ({}, 2000),
+    "HumanoidStandup-v5": ({}, 2000),
 }
 PARITY_ENVS = 2
 
