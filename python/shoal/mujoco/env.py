@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
 from pathlib import Path
+
+import numpy as np
 
 from .. import _native
 from ..errors import APIUsageError
@@ -56,6 +59,7 @@ class MujocoEnv(NativeEnv):
 
     task: Task | None = None
     bound: dict = {}  # keyword arguments given to env_class
+    library: Path | None = None  # the task's compiled library
 
     def __init__(
         self,
@@ -104,6 +108,20 @@ class MujocoEnv(NativeEnv):
             merged["xml_file"] = expand_model_path(_default(cls.spec.describe(), "xml_file"), cls.task.assets)
         return merged
 
+    def physics_state(self, index: int) -> tuple[np.ndarray, np.ndarray]:
+        """Copies of env ``index``'s ``qpos`` and ``qvel`` (Gymnasium's ``set_state`` takes them), read
+        between steps."""
+        if not 0 <= index < self.num_envs:
+            raise APIUsageError(f"env index {index} is outside [0, {self.num_envs})")
+        read = ctypes.CDLL(str(self.library)).shoal_mj_physics_state
+        read.argtypes = [ctypes.c_void_p, *(ctypes.POINTER(ctypes.c_int32),) * 2, *(ctypes.c_void_p,) * 2]
+        address = np.frombuffer(self.env_memory(index), np.uint8).ctypes.data
+        nq, nv = ctypes.c_int32(), ctypes.c_int32()
+        read(address, ctypes.byref(nq), ctypes.byref(nv), None, None)
+        qpos, qvel = np.empty(nq.value), np.empty(nv.value)
+        read(address, ctypes.byref(nq), ctypes.byref(nv), qpos.ctypes.data, qvel.ctypes.data)
+        return qpos, qvel
+
     @classmethod
     def describe(cls) -> dict:
         """The task's spaces (for the bound keyword arguments), parameters with Gymnasium's defaults, stats."""
@@ -136,6 +154,7 @@ def task_class(task: Task, library: Path | None = None, **kwargs) -> type[Mujoco
             "spec": spec,
             "task": task,
             "bound": dict(kwargs),
+            "library": path,
             "__doc__": f"Gymnasium's {task.id} on shoal's native core.\n\n" + (MujocoEnv.__doc__ or ""),
             "__module__": "shoal.mujoco",
         },

@@ -157,6 +157,24 @@ static inline SHOAL_UNUSED void shoal_mj_reset(shoal_mj* mj, shoal_mj_qvel_noise
     mj_forward(m, d);
 }
 
+/** low + (high - low) * U[0, 1) from the env's stream (np.random.uniform's formula). */
+static inline SHOAL_UNUSED double shoal_mj_uniform(shoal_mj* mj, double low, double high) {
+    return low + (high - low) * shoal_rng_double(&mj->base.rng);
+}
+
+/** np.linalg.norm of a 3-vector: sqrt(x.dot(x)), the dot product as OpenBLAS's ddot computes it for
+ * 3 values on x86-64 with FMA (each product fused into the running sum). */
+static inline SHOAL_UNUSED double shoal_mj_norm3(const double v[3]) {
+    return sqrt(fma(v[2], v[2], fma(v[1], v[1], v[0] * v[0])));
+}
+
+/** The id of body `name` in `m`, or -1 with `error` written (configure()'s check of a task's model). */
+static inline SHOAL_UNUSED int shoal_mj_body(const mjModel* m, const char* xml_file, const char* name, char* error) {
+    const int id = mj_name2id(m, mjOBJ_BODY, name);
+    if (id < 0) snprintf(error, SHOAL_ERROR_CAPACITY, "%s has no body named %s", xml_file, name);
+    return id;
+}
+
 /** np.clip(x, low, high) (NaN stays NaN). */
 static inline SHOAL_UNUSED double shoal_mj_clip(double x, double low, double high) {
     return x < low ? low : x > high ? high : x;
@@ -283,6 +301,18 @@ static inline SHOAL_UNUSED int shoal_mj_put(shoal_mj* mj, int at, const mjtNum* 
     return at + n;
 }
 
+/** Exported by every task library (MujocoEnv.physics_state reads it through ctypes): the sizes of an
+ * env's qpos and qvel, and, where `qpos`/`qvel` are not NULL, copies of them. `env` is the env's struct. */
+#define SHOAL_MJ_EXPORT_STATE                                                                                         \
+    SHOAL_EXTERN_C SHOAL_VISIBLE void shoal_mj_physics_state(const void* env, int32_t* nq, int32_t* nv, double* qpos, \
+                                                             double* qvel) {                                          \
+        const shoal_mj* mj = (const shoal_mj*)env;                                                                    \
+        *nq = (int32_t)mj->model->nq;                                                                                 \
+        *nv = (int32_t)mj->model->nv;                                                                                 \
+        if (qpos) memcpy(qpos, mj->data->qpos, sizeof(double) * (size_t)mj->model->nq);                               \
+        if (qvel) memcpy(qvel, mj->data->qvel, sizeof(double) * (size_t)mj->model->nv);                               \
+    }
+
 /** The spec of task NAME (C identifier) with Gymnasium id ID: a Box of float64 observations whose
  * shape and the actions CONFIGURE sets, the 1000-step time limit of Gymnasium's registration (or
  * MAX_EPISODE_STEPS), PARAMS and STATS tables. Callbacks: NAME##_init/_reset/_step/_close/_configure. */
@@ -320,4 +350,5 @@ static inline SHOAL_UNUSED int shoal_mj_put(shoal_mj* mj, int at, const mjtNum* 
         .step_range = shoal__##NAME##_step_range,                           \
         .configure = NAME##_configure,                                      \
     };                                                                      \
-    SHOAL_EXPORT_ENV(NAME, NAME##_spec)
+    SHOAL_EXPORT_ENV(NAME, NAME##_spec)                                     \
+    SHOAL_MJ_EXPORT_STATE
