@@ -26,7 +26,7 @@ PARITY = {
 PARITY_ENVS = 2
 # Tasks whose reset draws fixed-range noise and random goal/object positions (no reset_noise_scale):
 # Gymnasium's env is put in the state of shoal's reset (qpos, qvel) after each of its own resets.
-COPIED_RESET = {"Reacher-v5": 2000}
+COPIED_RESET = {"Reacher-v5": 2000, "Pusher-v5": 2000}
 ALL_TASKS = [*PARITY, *COPIED_RESET]
 
 
@@ -154,6 +154,17 @@ def test_reacher_resets_draw_gymnasiums_ranges():
     assert 0.09 < np.abs(qpos[:, :2]).max() <= 0.1
     assert (qvel[:, -2:] == 0).all() and 0.004 < np.abs(qvel[:, :2]).max() <= 0.005
     assert len(np.unique(goal[:, 0])) == len(goal)  # every env draws its own
+
+
+def test_pusher_resets_draw_gymnasiums_ranges():
+    qpos, qvel = reset_states("Pusher-v5")
+    arm = gymnasium.make("Pusher-v5").unwrapped.init_qpos[:-4]
+    np.testing.assert_array_equal(qpos[:, :-4], np.broadcast_to(arm, qpos[:, :-4].shape))
+    cylinder = qpos[:, -4:-2]
+    assert (np.linalg.norm(cylinder, axis=1) > 0.17).all() and (qpos[:, -2:] == 0).all()
+    assert (cylinder[:, 0] <= 0).all() and cylinder[:, 0].min() < -0.28
+    assert (np.abs(cylinder[:, 1]) <= 0.2).all() and np.abs(cylinder[:, 1]).max() > 0.18
+    assert (qvel[:, -4:] == 0).all() and 0.004 < np.abs(qvel[:, :-4]).max() <= 0.005
 
 
 @pytest.fixture(scope="module", params=ALL_TASKS)
