@@ -10,6 +10,9 @@ import shoal.vector
 
 from rollouts import assert_same, rollout
 
+# MuJoCo's deprecation warning about the bundled assets (tests/test_mujoco_warnings.py checks it)
+pytestmark = pytest.mark.filterwarnings("ignore::shoal.mujoco.MujocoWarning")
+
 # Per task: keyword arguments that make episodes end often within the parity run (without changing
 # any formula), and how many steps that run takes.
 PARITY = {

@@ -13,6 +13,7 @@ from ..errors import APIUsageError
 from ..native import NativeEnv
 from ..native.spec import configured, resolve_params
 from .build import assets_dir, build_source, build_task
+from .model_warnings import report_load_warnings
 from .task import Task
 
 # Gymnasium's rendering keywords: shoal's native envs do not render.
@@ -91,6 +92,11 @@ class MujocoEnv(NativeEnv):
             env_params=params,
             num_buffers=num_buffers,
         )
+        try:
+            report_load_warnings(self.library, (params or [{}])[0].get("xml_file", "?"))
+        except BaseException:  # warnings filtered as errors: the vector is not leaked
+            self.close()
+            raise
 
     @classmethod
     def _native_kwargs(cls, kwargs: dict) -> dict:
@@ -128,8 +134,10 @@ class MujocoEnv(NativeEnv):
         if cls.spec is None:
             raise APIUsageError(f"{cls.__name__} has no task; use shoal.mujoco.env_class")
         info = cls.spec.describe()
-        matrix, _, texts = resolve_params(info, [cls._native_kwargs({})])
+        kwargs = cls._native_kwargs({})
+        matrix, _, texts = resolve_params(info, [kwargs])
         spec, layout = configured(cls.spec, info, matrix, texts)
+        report_load_warnings(cls.library, kwargs["xml_file"])
         del spec  # the model it loaded is freed: only the layout was wanted
         return layout
 

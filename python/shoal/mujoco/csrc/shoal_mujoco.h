@@ -63,6 +63,42 @@ typedef struct shoal_mj_shared {
             INFINITY, "scale of the noise added to the initial qpos (uniform) and qvel (normal)", 0, 0, NULL    \
     }
 
+/* MuJoCo's warnings (mju_user_warning, one pointer per process) are routed instead of printed and
+ * written to MUJOCO_LOG.TXT in the working directory: while this library loads a model (configure(), on
+ * the Python thread holding the GIL), its warnings are kept for Python (shoal_mj_take_load_warnings:
+ * Python's warnings, shoal.mujoco.MujocoWarning); while it steps an env on a thread, a warning fails that
+ * env (shoal.EnvError with MuJoCo's text); any other warning (another library's, Gymnasium's own envs')
+ * goes to the handler installed before, or to MuJoCo's default output if there was none. Every task
+ * library chains itself in once; libraries are never unloaded. Thread-local state is two words: the
+ * static TLS block that dlopen'ed libraries share has no room for buffers. */
+#define SHOAL_MJ_WARNING_CAPACITY 1024
+static SHOAL_THREAD_LOCAL int shoal_mj_loading SHOAL_UNUSED SHOAL_TLS_ONE_LOAD;
+static SHOAL_THREAD_LOCAL struct shoal_mj* shoal_mj_stepping SHOAL_UNUSED SHOAL_TLS_ONE_LOAD;
+static char shoal_mj_load_warnings[SHOAL_MJ_WARNING_CAPACITY] SHOAL_UNUSED; /* guarded by the GIL */
+static void (*shoal_mj_previous_warning)(const char*) SHOAL_UNUSED = NULL;
+static int shoal_mj_warnings_routed SHOAL_UNUSED = 0;
+
+static SHOAL_UNUSED void shoal_mj_on_warning(const char* message) {
+    if (shoal_mj_loading) {
+        const size_t used = strlen(shoal_mj_load_warnings);
+        snprintf(shoal_mj_load_warnings + used, sizeof shoal_mj_load_warnings - used, "%s\n", message);
+    } else if (shoal_mj_stepping) {
+        if (!shoal_mj_stepping->base.failed) shoal_env_fail(&shoal_mj_stepping->base, "MuJoCo: %s", message);
+    } else if (shoal_mj_previous_warning) {
+        shoal_mj_previous_warning(message);
+    } else { /* MuJoCo's own default */
+        mju_writeLog("WARNING", message);
+        printf("WARNING: %s\n\n", message);
+    }
+}
+
+static inline SHOAL_UNUSED void shoal_mj_route_warnings(void) {
+    if (shoal_mj_warnings_routed) return;
+    shoal_mj_previous_warning = mju_user_warning;
+    mju_user_warning = shoal_mj_on_warning;
+    shoal_mj_warnings_routed = 1;
+}
+
 static inline SHOAL_UNUSED void shoal_mj_release(void* shared) {
     shoal_mj_shared* state = (shoal_mj_shared*)shared;
     if (state->model) mj_deleteModel(state->model);
@@ -74,7 +110,10 @@ static inline SHOAL_UNUSED void shoal_mj_release(void* shared) {
  * NULL with `error` written. The task then sets spec->obs_shape from the model. */
 static inline SHOAL_UNUSED const mjModel* shoal_mj_configure(shoal_env_spec* spec, const shoal_mj* mj, char* error) {
     char message[SHOAL_ERROR_CAPACITY - 40] = "";
+    shoal_mj_route_warnings();
+    shoal_mj_loading = 1;
     mjModel* model = mj_loadXML(mj->xml_file, NULL, message, (int)sizeof message);
+    shoal_mj_loading = 0;
     if (!model) {
         snprintf(error, SHOAL_ERROR_CAPACITY, "cannot load %s: %s", mj->xml_file, message);
         return NULL;
@@ -203,8 +242,10 @@ static inline SHOAL_UNUSED void shoal_mj_simulate(shoal_mj* mj, int post_constra
     mjData* d = mj->data;
     const float* actions = (const float*)mj->base.actions;
     for (int i = 0; i < m->nu; ++i) d->ctrl[i] = actions[i];
+    shoal_mj_stepping = mj;
     for (int32_t k = 0; k < mj->frame_skip; ++k) mj_step(m, d);
     if (post_constraint) mj_rnePostConstraint(m, d);
+    shoal_mj_stepping = NULL;
     if (d->warning[mjWARN_BADQACC].number > 0) {
         shoal_env_fail(&mj->base,
                        "MuJoCo: the simulation is unstable (NaN, Inf or huge acceleration at DOF %d, time %g)",
@@ -303,6 +344,14 @@ static inline SHOAL_UNUSED int shoal_mj_put(shoal_mj* mj, int at, const mjtNum* 
 
 /** Exported by every task library (MujocoEnv.physics_state reads it through ctypes): the sizes of an
  * env's qpos and qvel, and, where `qpos`/`qvel` are not NULL, copies of them. `env` is the env's struct. */
+/** Exported by every task library: the warnings of the models loaded on this thread since the last
+ * call (one a line; empty if none), copied into `out` and forgotten. */
+#define SHOAL_MJ_EXPORT_LOAD_WARNINGS                                                            \
+    SHOAL_EXTERN_C SHOAL_VISIBLE void shoal_mj_take_load_warnings(char* out, int32_t capacity) { \
+        snprintf(out, (size_t)capacity, "%s", shoal_mj_load_warnings);                           \
+        shoal_mj_load_warnings[0] = 0;                                                           \
+    }
+
 #define SHOAL_MJ_EXPORT_STATE                                                                                         \
     SHOAL_EXTERN_C SHOAL_VISIBLE void shoal_mj_physics_state(const void* env, int32_t* nq, int32_t* nv, double* qpos, \
                                                              double* qvel) {                                          \
@@ -351,4 +400,5 @@ static inline SHOAL_UNUSED int shoal_mj_put(shoal_mj* mj, int at, const mjtNum* 
         .configure = NAME##_configure,                                      \
     };                                                                      \
     SHOAL_EXPORT_ENV(NAME, NAME##_spec)                                     \
-    SHOAL_MJ_EXPORT_STATE
+    SHOAL_MJ_EXPORT_STATE                                                   \
+    SHOAL_MJ_EXPORT_LOAD_WARNINGS
