@@ -33,6 +33,6 @@ def test_4096_humanoid_envs_construct_and_step(tmp_path, tmp_path_factory, monke
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout.splitlines()[-1])
     assert result["shape"] == [4096, 348] and result["finite"]
-    # ~212 KiB measured (bench_mujoco's "memory per env" row): the mjData's buffer and the arena pages a
-    # step touches. A model per env (its buffer alone is 540 KiB) would exceed the bound.
+    # 212 KiB measured here (RSS growth, as bench_mujoco's "memory per env" row): the mjData's buffer and
+    # the arena pages a step touches. A model per env (its buffer alone is 540 KiB) would exceed the bound.
     assert 0 < result["rss_per_env"] < 512 * 1024, result
