@@ -10,6 +10,9 @@ import shoal.vector
 
 from rollouts import assert_same, rollout
 
+# MuJoCo's deprecation warning about the bundled assets (tests/test_mujoco_warnings.py checks it)
+pytestmark = pytest.mark.filterwarnings("ignore::shoal.mujoco.MujocoWarning")
+
 # Per task: keyword arguments that make episodes end often within the parity run (without changing
 # any formula), and how many steps that run takes.
 PARITY = {
@@ -20,8 +23,14 @@ PARITY = {
     "Humanoid-v5": ({}, 2000),
     "Swimmer-v5": ({}, 2000),
     "InvertedPendulum-v5": ({}, 2000),
+    "InvertedDoublePendulum-v5": ({}, 2000),
+    "HumanoidStandup-v5": ({}, 2000),
 }
 PARITY_ENVS = 2
+# Tasks whose reset draws fixed-range noise and random goal/object positions (no reset_noise_scale):
+# Gymnasium's env is put in the state of shoal's reset (qpos, qvel) after each of its own resets.
+COPIED_RESET = {"Reacher-v5": 2000, "Pusher-v5": 2000}
+ALL_TASKS = [*PARITY, *COPIED_RESET]
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -95,7 +104,73 @@ def test_task_equals_gymnasium_step_for_step(task_id):
     assert ends >= PARITY_ENVS, f"{task_id}: the parity run must cover episode ends"
 
 
-@pytest.fixture(scope="module", params=list(PARITY))
+@pytest.mark.parametrize("task_id", list(COPIED_RESET))
+def test_task_equals_gymnasium_from_shoals_reset_states(task_id):
+    steps = COPIED_RESET[task_id]
+    env = task_class(task_id)(num_envs=PARITY_ENVS, seed=0)
+    space = env.single_action_space
+    actions = np.random.default_rng(3).uniform(space.low, space.high, (steps, PARITY_ENVS, *space.shape))
+    actions = actions.astype(np.float32)
+    references = [gymnasium.make(task_id) for _ in range(PARITY_ENVS)]
+
+    def reset_like_shoal(i, seed=None):
+        """Gymnasium's reset (its own draws), then shoal's reset state: the observation Gymnasium makes of it."""
+        references[i].reset(seed=seed)
+        references[i].unwrapped.set_state(*env.physics_state(i))
+        return references[i].unwrapped._get_obs()
+
+    obs, _ = env.reset()
+    for i in range(PARITY_ENVS):
+        np.testing.assert_array_equal(obs[i], reset_like_shoal(i, seed=i), err_msg=f"{task_id}: first observations")
+    ends = 0
+    for t in range(steps):
+        obs, rewards, terminals, truncations, _ = env.step(actions[t])
+        for i, reference in enumerate(references):
+            label = f"{task_id} step {t + 1} env {i}"
+            ref_obs, ref_reward, ref_terminal, ref_truncation, _ = reference.step(actions[t, i])
+            assert (terminals[i], truncations[i]) == (ref_terminal, ref_truncation), label
+            assert rewards[i] == np.float32(ref_reward), f"{label}: reward {rewards[i]} != {ref_reward}"
+            if ref_terminal or ref_truncation:
+                np.testing.assert_array_equal(env.final_observations[i], ref_obs, err_msg=f"{label}: final")
+                ref_obs = reset_like_shoal(i)
+                ends += 1
+            np.testing.assert_array_equal(obs[i], ref_obs, err_msg=f"{label}: observations")
+    for reference in references:
+        reference.close()
+    env.close()
+    assert ends >= PARITY_ENVS, f"{task_id}: the parity run must cover episode ends"
+
+
+def reset_states(task_id, num_envs=256):
+    with task_class(task_id)(num_envs=num_envs, seed=1) as env:
+        env.reset()
+        states = [env.physics_state(i) for i in range(num_envs)]
+        with pytest.raises(shoal.APIUsageError, match="env index 256 is outside"):
+            env.physics_state(num_envs)
+    return np.stack([q for q, _ in states]), np.stack([v for _, v in states])
+
+
+def test_reacher_resets_draw_gymnasiums_ranges():
+    qpos, qvel = reset_states("Reacher-v5")
+    goal = qpos[:, -2:]
+    assert (np.linalg.norm(goal, axis=1) < 0.2).all() and np.abs(goal).max() > 0.15
+    assert 0.09 < np.abs(qpos[:, :2]).max() <= 0.1
+    assert (qvel[:, -2:] == 0).all() and 0.004 < np.abs(qvel[:, :2]).max() <= 0.005
+    assert len(np.unique(goal[:, 0])) == len(goal)  # every env draws its own
+
+
+def test_pusher_resets_draw_gymnasiums_ranges():
+    qpos, qvel = reset_states("Pusher-v5")
+    arm = gymnasium.make("Pusher-v5").unwrapped.init_qpos[:-4]
+    np.testing.assert_array_equal(qpos[:, :-4], np.broadcast_to(arm, qpos[:, :-4].shape))
+    cylinder = qpos[:, -4:-2]
+    assert (np.linalg.norm(cylinder, axis=1) > 0.17).all() and (qpos[:, -2:] == 0).all()
+    assert (cylinder[:, 0] <= 0).all() and cylinder[:, 0].min() < -0.28
+    assert (np.abs(cylinder[:, 1]) <= 0.2).all() and np.abs(cylinder[:, 1]).max() > 0.18
+    assert (qvel[:, -4:] == 0).all() and 0.004 < np.abs(qvel[:, :-4]).max() <= 0.005
+
+
+@pytest.fixture(scope="module", params=ALL_TASKS)
 def noisy_reference(request):
     """With reset noise and short episodes: Serial's rollout of 4 envs, the reference of every backend."""
     cls = task_class(request.param, max_episode_steps=60)

@@ -1,6 +1,7 @@
 """shoal.mujoco's bad input: each gets a specific error naming what is wrong, before anything runs."""
 
 import importlib.util
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -8,6 +9,9 @@ import pytest
 import shoal.mujoco
 from shoal import APIUsageError, EnvError
 from shoal.mujoco import build
+
+# MuJoCo's deprecation warning about the bundled assets (tests/test_mujoco_warnings.py checks it)
+pytestmark = pytest.mark.filterwarnings("ignore::shoal.mujoco.MujocoWarning")
 
 
 @pytest.fixture(autouse=True)
@@ -90,3 +94,4 @@ def test_an_unstable_env_raises_env_error_naming_it():
         with pytest.raises(EnvError, match=r"^env 1 \(HalfCheetah-v5\): MuJoCo: the simulation is unstable"):
             for _ in range(5):
                 env.step(np.zeros((3, 6), np.float32))
+    assert not Path("MUJOCO_LOG.TXT").exists()  # MuJoCo's own warning went into the EnvError, not the cwd

@@ -10,6 +10,9 @@ import pytest
 
 import shoal.mujoco
 
+# MuJoCo's deprecation warning about the bundled assets (tests/test_mujoco_warnings.py checks it)
+pytestmark = pytest.mark.filterwarnings("ignore::shoal.mujoco.MujocoWarning")
+
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "custom_mujoco"
 
 

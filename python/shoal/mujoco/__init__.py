@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from .build import MujocoMissing
 from .env import MujocoEnv, source_class, task_class
+from .model_warnings import MujocoWarning
 from .tasks import all_tasks
 
 
@@ -31,4 +32,4 @@ def env_class(task_id: str, **kwargs) -> type[MujocoEnv]:
     return task_class(tasks[task_id], **kwargs)
 
 
-__all__ = ["MujocoEnv", "MujocoMissing", "available", "env_class", "source_class"]
+__all__ = ["MujocoEnv", "MujocoMissing", "MujocoWarning", "available", "env_class", "source_class"]

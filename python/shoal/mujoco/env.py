@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
 from pathlib import Path
+
+import numpy as np
 
 from .. import _native
 from ..errors import APIUsageError
 from ..native import NativeEnv
 from ..native.spec import configured, resolve_params
 from .build import assets_dir, build_source, build_task
+from .model_warnings import report_load_warnings
 from .task import Task
 
 # Gymnasium's rendering keywords: shoal's native envs do not render.
@@ -56,6 +60,7 @@ class MujocoEnv(NativeEnv):
 
     task: Task | None = None
     bound: dict = {}  # keyword arguments given to env_class
+    library: Path | None = None  # the task's compiled library
 
     def __init__(
         self,
@@ -87,6 +92,11 @@ class MujocoEnv(NativeEnv):
             env_params=params,
             num_buffers=num_buffers,
         )
+        try:
+            report_load_warnings(self.library, (params or [{}])[0].get("xml_file", "?"))
+        except BaseException:  # warnings filtered as errors: the vector is not leaked
+            self.close()
+            raise
 
     @classmethod
     def _native_kwargs(cls, kwargs: dict) -> dict:
@@ -104,14 +114,30 @@ class MujocoEnv(NativeEnv):
             merged["xml_file"] = expand_model_path(_default(cls.spec.describe(), "xml_file"), cls.task.assets)
         return merged
 
+    def physics_state(self, index: int) -> tuple[np.ndarray, np.ndarray]:
+        """Copies of env ``index``'s ``qpos`` and ``qvel`` (Gymnasium's ``set_state`` takes them), read
+        between steps."""
+        if not 0 <= index < self.num_envs:
+            raise APIUsageError(f"env index {index} is outside [0, {self.num_envs})")
+        read = ctypes.CDLL(str(self.library)).shoal_mj_physics_state
+        read.argtypes = [ctypes.c_void_p, *(ctypes.POINTER(ctypes.c_int32),) * 2, *(ctypes.c_void_p,) * 2]
+        address = np.frombuffer(self.env_memory(index), np.uint8).ctypes.data
+        nq, nv = ctypes.c_int32(), ctypes.c_int32()
+        read(address, ctypes.byref(nq), ctypes.byref(nv), None, None)
+        qpos, qvel = np.empty(nq.value), np.empty(nv.value)
+        read(address, ctypes.byref(nq), ctypes.byref(nv), qpos.ctypes.data, qvel.ctypes.data)
+        return qpos, qvel
+
     @classmethod
     def describe(cls) -> dict:
         """The task's spaces (for the bound keyword arguments), parameters with Gymnasium's defaults, stats."""
         if cls.spec is None:
             raise APIUsageError(f"{cls.__name__} has no task; use shoal.mujoco.env_class")
         info = cls.spec.describe()
-        matrix, _, texts = resolve_params(info, [cls._native_kwargs({})])
+        kwargs = cls._native_kwargs({})
+        matrix, _, texts = resolve_params(info, [kwargs])
         spec, layout = configured(cls.spec, info, matrix, texts)
+        report_load_warnings(cls.library, kwargs["xml_file"])
         del spec  # the model it loaded is freed: only the layout was wanted
         return layout
 
@@ -136,6 +162,7 @@ def task_class(task: Task, library: Path | None = None, **kwargs) -> type[Mujoco
             "spec": spec,
             "task": task,
             "bound": dict(kwargs),
+            "library": path,
             "__doc__": f"Gymnasium's {task.id} on shoal's native core.\n\n" + (MujocoEnv.__doc__ or ""),
             "__module__": "shoal.mujoco",
         },

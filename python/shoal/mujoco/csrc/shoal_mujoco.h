@@ -38,32 +38,66 @@ typedef struct shoal_mj_shared {
     float ctrl_high[SHOAL_MAX_ACTION_DIMS];
 } shoal_mj_shared;
 
-/** The parameters of shoal_mj, as entries of a task's parameter table (TYPE: the task's struct). */
+/** The model parameters of shoal_mj (xml_file, frame_skip), as entries of a task's parameter table
+ * (TYPE: the task's struct); for tasks whose reset has no noise scale (Reacher, Pusher). */
+#define SHOAL_MJ_MODEL_PARAMS(TYPE, XML_FILE, FRAME_SKIP)                                     \
+    {"xml_file",                                                                              \
+     SHOAL_PARAM_TEXT,                                                                        \
+     offsetof(TYPE, mj.xml_file),                                                             \
+     0,                                                                                       \
+     0,                                                                                       \
+     0,                                                                                       \
+     "path of the MJCF model (a bare name: Gymnasium's asset of that name)",                  \
+     SHOAL_PARAM_PER_VECTOR,                                                                  \
+     0,                                                                                       \
+     (XML_FILE)},                                                                             \
+    {                                                                                         \
+        "frame_skip", SHOAL_PARAM_INT32, offsetof(TYPE, mj.frame_skip), (FRAME_SKIP), 1, 1e6, \
+            "mj_step calls per env step", 0, 0, NULL                                          \
+    }
+
+/** Every parameter of shoal_mj (the model's and reset_noise_scale), as entries of a parameter table. */
 #define SHOAL_MJ_PARAMS(TYPE, XML_FILE, FRAME_SKIP, RESET_NOISE_SCALE)                                          \
-    {"xml_file",                                                                                                \
-     SHOAL_PARAM_TEXT,                                                                                          \
-     offsetof(TYPE, mj.xml_file),                                                                               \
-     0,                                                                                                         \
-     0,                                                                                                         \
-     0,                                                                                                         \
-     "path of the MJCF model (a bare name: Gymnasium's asset of that name)",                                    \
-     SHOAL_PARAM_PER_VECTOR,                                                                                    \
-     0,                                                                                                         \
-     (XML_FILE)},                                                                                               \
-        {"frame_skip",                                                                                          \
-         SHOAL_PARAM_INT32,                                                                                     \
-         offsetof(TYPE, mj.frame_skip),                                                                         \
-         (FRAME_SKIP),                                                                                          \
-         1,                                                                                                     \
-         1e6,                                                                                                   \
-         "mj_step calls per env step",                                                                          \
-         0,                                                                                                     \
-         0,                                                                                                     \
-         NULL},                                                                                                 \
-    {                                                                                                           \
+    SHOAL_MJ_MODEL_PARAMS(TYPE, XML_FILE, FRAME_SKIP), {                                                        \
         "reset_noise_scale", SHOAL_PARAM_FLOAT64, offsetof(TYPE, mj.reset_noise_scale), (RESET_NOISE_SCALE), 0, \
             INFINITY, "scale of the noise added to the initial qpos (uniform) and qvel (normal)", 0, 0, NULL    \
     }
+
+/* MuJoCo's warnings (mju_user_warning, one pointer per process) are routed instead of printed and
+ * written to MUJOCO_LOG.TXT in the working directory: while this library loads a model (configure(), on
+ * the Python thread holding the GIL), its warnings are kept for Python (shoal_mj_take_load_warnings:
+ * Python's warnings, shoal.mujoco.MujocoWarning); while it steps an env on a thread, a warning fails that
+ * env (shoal.EnvError with MuJoCo's text); any other warning (another library's, Gymnasium's own envs')
+ * goes to the handler installed before, or to MuJoCo's default output if there was none. Every task
+ * library chains itself in once; libraries are never unloaded. Thread-local state is two words: the
+ * static TLS block that dlopen'ed libraries share has no room for buffers. */
+#define SHOAL_MJ_WARNING_CAPACITY 1024
+static SHOAL_THREAD_LOCAL int shoal_mj_loading SHOAL_UNUSED SHOAL_TLS_ONE_LOAD;
+static SHOAL_THREAD_LOCAL struct shoal_mj* shoal_mj_stepping SHOAL_UNUSED SHOAL_TLS_ONE_LOAD;
+static char shoal_mj_load_warnings[SHOAL_MJ_WARNING_CAPACITY] SHOAL_UNUSED; /* guarded by the GIL */
+static void (*shoal_mj_previous_warning)(const char*) SHOAL_UNUSED = NULL;
+static int shoal_mj_warnings_routed SHOAL_UNUSED = 0;
+
+static SHOAL_UNUSED void shoal_mj_on_warning(const char* message) {
+    if (shoal_mj_loading) {
+        const size_t used = strlen(shoal_mj_load_warnings);
+        snprintf(shoal_mj_load_warnings + used, sizeof shoal_mj_load_warnings - used, "%s\n", message);
+    } else if (shoal_mj_stepping) {
+        if (!shoal_mj_stepping->base.failed) shoal_env_fail(&shoal_mj_stepping->base, "MuJoCo: %s", message);
+    } else if (shoal_mj_previous_warning) {
+        shoal_mj_previous_warning(message);
+    } else { /* MuJoCo's own default */
+        mju_writeLog("WARNING", message);
+        printf("WARNING: %s\n\n", message);
+    }
+}
+
+static inline SHOAL_UNUSED void shoal_mj_route_warnings(void) {
+    if (shoal_mj_warnings_routed) return;
+    shoal_mj_previous_warning = mju_user_warning;
+    mju_user_warning = shoal_mj_on_warning;
+    shoal_mj_warnings_routed = 1;
+}
 
 static inline SHOAL_UNUSED void shoal_mj_release(void* shared) {
     shoal_mj_shared* state = (shoal_mj_shared*)shared;
@@ -76,7 +110,10 @@ static inline SHOAL_UNUSED void shoal_mj_release(void* shared) {
  * NULL with `error` written. The task then sets spec->obs_shape from the model. */
 static inline SHOAL_UNUSED const mjModel* shoal_mj_configure(shoal_env_spec* spec, const shoal_mj* mj, char* error) {
     char message[SHOAL_ERROR_CAPACITY - 40] = "";
+    shoal_mj_route_warnings();
+    shoal_mj_loading = 1;
     mjModel* model = mj_loadXML(mj->xml_file, NULL, message, (int)sizeof message);
+    shoal_mj_loading = 0;
     if (!model) {
         snprintf(error, SHOAL_ERROR_CAPACITY, "cannot load %s: %s", mj->xml_file, message);
         return NULL;
@@ -159,6 +196,24 @@ static inline SHOAL_UNUSED void shoal_mj_reset(shoal_mj* mj, shoal_mj_qvel_noise
     mj_forward(m, d);
 }
 
+/** low + (high - low) * U[0, 1) from the env's stream (np.random.uniform's formula). */
+static inline SHOAL_UNUSED double shoal_mj_uniform(shoal_mj* mj, double low, double high) {
+    return low + (high - low) * shoal_rng_double(&mj->base.rng);
+}
+
+/** np.linalg.norm of a 3-vector: sqrt(x.dot(x)), the dot product as OpenBLAS's ddot computes it for
+ * 3 values on x86-64 with FMA (each product fused into the running sum). */
+static inline SHOAL_UNUSED double shoal_mj_norm3(const double v[3]) {
+    return sqrt(fma(v[2], v[2], fma(v[1], v[1], v[0] * v[0])));
+}
+
+/** The id of body `name` in `m`, or -1 with `error` written (configure()'s check of a task's model). */
+static inline SHOAL_UNUSED int shoal_mj_body(const mjModel* m, const char* xml_file, const char* name, char* error) {
+    const int id = mj_name2id(m, mjOBJ_BODY, name);
+    if (id < 0) snprintf(error, SHOAL_ERROR_CAPACITY, "%s has no body named %s", xml_file, name);
+    return id;
+}
+
 /** np.clip(x, low, high) (NaN stays NaN). */
 static inline SHOAL_UNUSED double shoal_mj_clip(double x, double low, double high) {
     return x < low ? low : x > high ? high : x;
@@ -187,8 +242,10 @@ static inline SHOAL_UNUSED void shoal_mj_simulate(shoal_mj* mj, int post_constra
     mjData* d = mj->data;
     const float* actions = (const float*)mj->base.actions;
     for (int i = 0; i < m->nu; ++i) d->ctrl[i] = actions[i];
+    shoal_mj_stepping = mj;
     for (int32_t k = 0; k < mj->frame_skip; ++k) mj_step(m, d);
     if (post_constraint) mj_rnePostConstraint(m, d);
+    shoal_mj_stepping = NULL;
     if (d->warning[mjWARN_BADQACC].number > 0) {
         shoal_env_fail(&mj->base,
                        "MuJoCo: the simulation is unstable (NaN, Inf or huge acceleration at DOF %d, time %g)",
@@ -285,6 +342,26 @@ static inline SHOAL_UNUSED int shoal_mj_put(shoal_mj* mj, int at, const mjtNum* 
     return at + n;
 }
 
+/** Exported by every task library (MujocoEnv.physics_state reads it through ctypes): the sizes of an
+ * env's qpos and qvel, and, where `qpos`/`qvel` are not NULL, copies of them. `env` is the env's struct. */
+/** Exported by every task library: the warnings of the models loaded on this thread since the last
+ * call (one a line; empty if none), copied into `out` and forgotten. */
+#define SHOAL_MJ_EXPORT_LOAD_WARNINGS                                                            \
+    SHOAL_EXTERN_C SHOAL_VISIBLE void shoal_mj_take_load_warnings(char* out, int32_t capacity) { \
+        snprintf(out, (size_t)capacity, "%s", shoal_mj_load_warnings);                           \
+        shoal_mj_load_warnings[0] = 0;                                                           \
+    }
+
+#define SHOAL_MJ_EXPORT_STATE                                                                                         \
+    SHOAL_EXTERN_C SHOAL_VISIBLE void shoal_mj_physics_state(const void* env, int32_t* nq, int32_t* nv, double* qpos, \
+                                                             double* qvel) {                                          \
+        const shoal_mj* mj = (const shoal_mj*)env;                                                                    \
+        *nq = (int32_t)mj->model->nq;                                                                                 \
+        *nv = (int32_t)mj->model->nv;                                                                                 \
+        if (qpos) memcpy(qpos, mj->data->qpos, sizeof(double) * (size_t)mj->model->nq);                               \
+        if (qvel) memcpy(qvel, mj->data->qvel, sizeof(double) * (size_t)mj->model->nv);                               \
+    }
+
 /** The spec of task NAME (C identifier) with Gymnasium id ID: a Box of float64 observations whose
  * shape and the actions CONFIGURE sets, the 1000-step time limit of Gymnasium's registration (or
  * MAX_EPISODE_STEPS), PARAMS and STATS tables. Callbacks: NAME##_init/_reset/_step/_close/_configure. */
@@ -322,4 +399,6 @@ static inline SHOAL_UNUSED int shoal_mj_put(shoal_mj* mj, int at, const mjtNum* 
         .step_range = shoal__##NAME##_step_range,                           \
         .configure = NAME##_configure,                                      \
     };                                                                      \
-    SHOAL_EXPORT_ENV(NAME, NAME##_spec)
+    SHOAL_EXPORT_ENV(NAME, NAME##_spec)                                     \
+    SHOAL_MJ_EXPORT_STATE                                                   \
+    SHOAL_MJ_EXPORT_LOAD_WARNINGS
