@@ -26,9 +26,12 @@ Hand-off protocol (per worker ``w``; no busy-waiting beyond a bounded spin):
   by an interrupted wait) costs one ``LIVENESS_CHECK_S`` at most, never a hang.
 
 Faults. Each wait is cut at ``LIVENESS_CHECK_S`` and at the earliest deadline of the busy workers
-(``timeout``): a worker that died or is late is killed and either raises WorkerError (the vector
-closes) or is replaced (``on_worker_failure="restart"``: same rows, new process, envs reset from the
-restart seed). A call left by an unplanned exception (Ctrl-C) marks the vector for a resync: the next
+(``timeout``), and while batches keep coming from other workers the busy ones are looked at every
+``LIVENESS_CHECK_S`` all the same (deadlines.Watch): a worker that died or is late is killed and
+either raises WorkerError (the vector closes, killing the workers still in flight rather than
+awaiting them) or is replaced (``on_worker_failure="restart"``: same rows, new process, envs reset
+from the restart seed). Creation, first or replacement, has a limit too (workers/faults.py), and only
+the creating process may drive the workers (workers/ownership.py). A call left by an unplanned exception (Ctrl-C) marks the vector for a resync: the next
 reset waits for every worker to leave BUSY, reads and drops any unread pipe message (each carries the
 worker's ``done_counts`` entry, so the caller knows which ones it has read), replaces a worker whose
 message was half read, and empties ``done_sem``, so no old step can come back.

@@ -31,8 +31,10 @@ process's connection to a joined cluster. A cluster it joined keeps running.
 Faults. An actor that dies raises ``WorkerError`` from the pending call (Ray reports the death,
 typically within a second) and closes the vector; an exception in env code raises ``EnvError``
 naming the worker and the env with the actor's traceback, after which ``reset()`` is required.
-``timeout`` bounds each call (a late actor is killed: ``WorkerError``), and
-``on_worker_failure="restart"`` replaces a dead or late actor instead (backends/restart.py). After an
+``timeout`` bounds each call (a late actor is killed: ``WorkerError``; looked for every 0.1 s even
+while other actors answer), and ``on_worker_failure="restart"`` replaces a dead or late actor instead
+(backends/restart.py). Creation has a limit (workers/faults.py); a forked child cannot drive the
+actors (workers/ownership.py). After an
 interrupted call the next reset forgets the calls in flight: an actor runs its calls in order, so
 their results can only precede the reset's, and none is read.
 """
