@@ -11,6 +11,7 @@ the same actions give the same trajectory in every process and on every backend.
 from __future__ import annotations
 
 import functools
+import os
 import time
 
 import gymnasium
@@ -303,6 +304,19 @@ class HangOnAction(gymnasium.Env):
             time.sleep(60)
         self.t += 1
         return np.full(2, self.t, np.float32), 1.0, False, False, {}
+
+
+class BlockWhileFlagged(HangOnAction):
+    """HangOnAction whose constructor blocks (far past any limit) while the file ``flag`` exists: a
+    worker whose env constructor hangs, e.g. the replacement of a killed one."""
+
+    def __init__(self, flag: str):
+        while os.path.exists(flag):
+            time.sleep(0.05)
+
+
+def block_while_flagged(flag: str) -> BlockWhileFlagged:
+    return BlockWhileFlagged(flag)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -547,6 +547,64 @@ def test_hung_env_raises_worker_error_within_the_deadline():
     assert not wait_gone(pids)
 
 
+def test_deadline_is_on_time_when_shoal_started_ray():
+    """The failure path does not wait for ray.shutdown() of the instance shoal started (it runs in a
+    thread of its own, which a new connection waits for); the message tells the real elapsed time."""
+    out = run_script("""
+        import time
+        import numpy as np, psutil
+        import ray
+        from shoal.errors import WorkerError
+        from shoal.vector import make
+        from envs_for_tests import HangOnAction
+
+        vecenv = make(HangOnAction, backend="Ray", num_envs=2, num_workers=1, timeout=1.0)
+        tree = psutil.Process().children(recursive=True)
+        vecenv.reset()
+        started = time.monotonic()
+        try:
+            vecenv.step(np.ones(2, np.int32))
+        except WorkerError as exc:
+            elapsed = time.monotonic() - started
+            reported = float(str(exc).split("still busy ")[1].split(" s")[0])
+        print("elapsed", round(elapsed, 3), "reported", reported)
+        again = make(HangOnAction, backend="Ray", num_envs=2, num_workers=1)  # waits for the shutdown
+        again.reset()
+        again.close()
+        assert not ray.is_initialized()
+        _, alive = psutil.wait_procs(tree, timeout=20)
+        assert not alive, alive
+    """)
+    words = out.split()
+    elapsed, reported = float(words[words.index("elapsed") + 1]), float(words[words.index("reported") + 1])
+    assert 1.0 <= elapsed < 1.5, out
+    assert abs(reported - elapsed) < 0.1, out
+
+
+def test_a_forked_child_cannot_drive_the_actors():
+    """After os.fork() the child's step is an APIUsageError before anything reaches an actor, and the
+    parent's next steps are those of a run never forked."""
+    seed = 4
+    actions = np.zeros(4, np.int32)
+    with make(make_cartpole, backend=RAY, num_envs=4, num_workers=2, seed=seed) as vecenv:
+        reference = make(make_cartpole, backend="Serial", num_envs=4, seed=seed)
+        np.testing.assert_array_equal(vecenv.reset()[0], reference.reset()[0])
+        pid = os.fork()
+        if pid == 0:
+            code = 3
+            try:
+                vecenv.step(actions)
+            except APIUsageError as exc:
+                code = 0 if "is a fork of it" in str(exc) else 2
+            except BaseException:
+                code = 1
+            os._exit(code)  # Ray's own state in a forked child is not safe to tear down
+        assert os.waitpid(pid, 0)[1] == 0
+        for _ in range(5):
+            np.testing.assert_array_equal(vecenv.step(actions)[0], reference.step(actions)[0])
+        reference.close()
+
+
 def test_killed_actor_is_replaced_under_restart():
     seed = 5
     with make(make_cartpole, backend=RAY, num_envs=4, num_workers=2, seed=seed, on_worker_failure="restart") as vecenv:

@@ -10,8 +10,11 @@ APIUsageError (raised before anything runs) and EnvError/WorkerError (each leave
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
+import signal
+import threading
 
 from ..errors import APIUsageError, EnvError
 
@@ -72,3 +75,25 @@ def interrupted_reason(call: str, exc: BaseException) -> str:
         f"{call}() was interrupted by {type(exc).__name__} with a step in flight; that step's results "
         "are discarded, so "
     )
+
+
+@contextlib.contextmanager
+def sigint_held():
+    """Holds a Ctrl-C (SIGINT) back until the block is done, then delivers it.
+
+    For the few steps that must not be cut in two: starting a worker process and recording it (a
+    process started but not recorded would outlive the vector), and tearing a half-built vector
+    down. Python runs signal handlers in the main thread only, so elsewhere nothing needs holding.
+    """
+    previous = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or not callable(previous):
+        yield
+        return
+    caught = []
+    signal.signal(signal.SIGINT, lambda signum, frame: caught.append(frame))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if caught:
+            previous(signal.SIGINT, caught[0])

@@ -26,9 +26,12 @@ Hand-off protocol (per worker ``w``; no busy-waiting beyond a bounded spin):
   by an interrupted wait) costs one ``LIVENESS_CHECK_S`` at most, never a hang.
 
 Faults. Each wait is cut at ``LIVENESS_CHECK_S`` and at the earliest deadline of the busy workers
-(``timeout``): a worker that died or is late is killed and either raises WorkerError (the vector
-closes) or is replaced (``on_worker_failure="restart"``: same rows, new process, envs reset from the
-restart seed). A call left by an unplanned exception (Ctrl-C) marks the vector for a resync: the next
+(``timeout``), and while batches keep coming from other workers the busy ones are looked at every
+``LIVENESS_CHECK_S`` all the same (deadlines.Watch): a worker that died or is late is killed and
+either raises WorkerError (the vector closes, killing the workers still in flight rather than
+awaiting them) or is replaced (``on_worker_failure="restart"``: same rows, new process, envs reset
+from the restart seed). Creation, first or replacement, has a limit too (workers/faults.py), and only
+the creating process may drive the workers (workers/ownership.py). A call left by an unplanned exception (Ctrl-C) marks the vector for a resync: the next
 reset waits for every worker to leave BUSY, reads and drops any unread pipe message (each carries the
 worker's ``done_counts`` entry, so the caller knows which ones it has read), replaces a worker whose
 message was half read, and empties ``done_sem``, so no old step can come back.
@@ -58,11 +61,21 @@ from ..buffers import Buffers, out_of_memory
 from ..errors import APIUsageError, EnvError, WorkerError
 from ..seeding import offset_seed, restart_seed
 from .closing import BoundedClose, raise_failures
-from .interrupts import guarded
+from .interrupts import guarded, sigint_held
 from .restart import mark_restarted, restart_info
 from .workers.blocks import block_buffers
 from .workers.caller import WorkerBackend
+from .workers.faults import (
+    CLOSE_TIMEOUT_S,
+    LIVENESS_CHECK_S,
+    MISSED_DEADLINE,
+    creation_reason,
+    creation_timeout,
+    deadline_reason,
+    exit_reason,
+)
 from .workers.messages import Failure
+from .workers.process_pool import ProcessPool, pid_alive
 from .workers.runner import EnvShape, python_slice
 
 # state[w]: written BUSY by the caller when it dispatches, IDLE, INFOS or MESSAGE by the worker when done.
@@ -80,12 +93,8 @@ MAILBOX_BYTES = 16384
 WORKER_SPIN_S = 0.0005
 # The caller polls this long for a completion before it sleeps on the done semaphore.
 RECV_SPIN_S = 0.0002
-# Sleeping caller: how often it checks that outstanding workers are alive (WorkerError latency).
-LIVENESS_CHECK_S = 0.1
 # Sleeping worker: how often it checks that the caller is alive (orphans exit within this).
 PARENT_CHECK_S = 1.0
-# close(): how long workers get to exit after CLOSE before they are killed.
-CLOSE_TIMEOUT_S = 2.0
 
 _sched_yield = getattr(os, "sched_yield", None) or (lambda: time.sleep(0))
 
@@ -170,7 +179,7 @@ def _worker_main(spec: _WorkerSpec, raw, payload, conn, command_sem, done_sem) -
             if command_sem.acquire(False):
                 return True
         while not command_sem.acquire(True, PARENT_CHECK_S):
-            if os.getppid() != start_ppid or not _pid_alive(spec.parent_pid):
+            if os.getppid() != start_ppid or not pid_alive(spec.parent_pid):
                 return False  # orphaned: the caller died without closing us
         return True
 
@@ -214,81 +223,9 @@ def _worker_main(spec: _WorkerSpec, raw, payload, conn, command_sem, done_sem) -
         conn.close()
 
 
-def _pid_alive(pid: int) -> bool:
-    if os.name == "posix":
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-    import psutil
-
-    return psutil.pid_exists(pid)
-
-
 # ---------------------------------------------------------------------------------------------------
 # Caller side
 # ---------------------------------------------------------------------------------------------------
-
-
-class _Pool:
-    """Processes, pipes, semaphores and shared memory of one vector. Knows nothing of the VecEnv, so
-    a weakref.finalize can shut it down when the VecEnv is collected or the interpreter exits."""
-
-    def __init__(self):
-        self.owner_pid = os.getpid()
-        self.processes: list = []
-        self.conns: list = []
-        self.command_sems: list = []
-        self.done_sem = None
-        self.raw = None
-        self.command: np.ndarray | None = None
-
-    def shutdown(self, timeout: float = CLOSE_TIMEOUT_S) -> list[str]:
-        """Asks every worker to exit, kills the ones that do not in time, reaps all, frees everything.
-        Returns the env close() failures the workers reported."""
-        if os.getpid() != self.owner_pid:
-            return []  # a forked child holds a copy of this object; its workers are not its own
-        self.close_failures: list[str] = []
-        processes = self.processes  # only started ones are recorded
-        alive = [i for i, p in enumerate(processes) if p.exitcode is None]
-        for i in alive:
-            if self.command is not None:
-                self.command[i] = CLOSE
-            self.command_sems[i].release()
-        deadline = time.monotonic() + timeout
-        while alive:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            for i in alive:  # a worker blocked sending infos must be able to finish
-                self._drain(i)
-            multiprocessing.connection.wait([self.processes[i].sentinel for i in alive], timeout=min(remaining, 0.05))
-            alive = [i for i in alive if self.processes[i].exitcode is None]
-        for i in alive:  # still stepping, or an env's close() hangs: the process is killed, not awaited
-            self.processes[i].kill()
-        for p in processes:
-            p.join(timeout=5.0)
-            if p.exitcode is not None:
-                p.close()
-        for i in range(len(self.conns)):
-            self._drain(i)  # close() failures sent just before exiting
-            self.conns[i].close()
-        self.processes, self.conns, self.command_sems = [], [], []
-        self.done_sem = self.raw = self.command = None
-        return self.close_failures
-
-    def _drain(self, i: int) -> None:
-        conn = self.conns[i]
-        try:
-            while conn.poll(0):
-                message = conn.recv()
-                if message[0] == "closed":
-                    self.close_failures.extend(message[1])
-        except (EOFError, OSError):
-            pass
 
 
 def default_start_method() -> str:
@@ -337,12 +274,13 @@ class Multiprocessing(WorkerBackend):
             remedy = f"start_method={start_method!r} needs picklable env creators (or start_method='fork')"
             self._payloads = [envs.pickled(remedy) for envs in slices]
 
-        self._probe_driver(env_creators[0], env_args[0], env_kwargs[0])
-        driver, shape = self.driver_env, self._env_shape
         self._context = context = multiprocessing.get_context(start_method)
-        pool = self._pool = _Pool()
+        pool = self._pool = ProcessPool(CLOSE)
         self._finalizer = weakref.finalize(self, pool.shutdown)
+        self.driver_env = None
         try:
+            self._probe_driver(env_creators[0], env_args[0], env_kwargs[0])
+            shape = self._env_shape
             nbytes = _carve(None, shape, self.num_agents, self.num_workers)[1]
             try:
                 pool.raw = context.RawArray(ctypes.c_uint8, max(nbytes, 1))
@@ -357,15 +295,15 @@ class Multiprocessing(WorkerBackend):
             pool.command = self._command
             self._state[:] = IDLE
             pool.done_sem = context.Semaphore(0)
+            self._started = [0.0] * self.num_workers  # when each worker's process was started
             for w in range(self.num_workers):
-                process, receiver, sem = self._start_worker(w)
-                pool.processes.append(process)
-                pool.conns.append(receiver)
-                pool.command_sems.append(sem)
-            self._set_internal_envs([self._handshake(w) for w in range(self.num_workers)])
+                self._start_worker(w)
+            counts = self._ready = []  # internal env counts of the workers that reported ready
+            for w in range(self.num_workers):
+                counts.append(self._handshake(w))
+            self._set_internal_envs(counts)
         except BaseException:
-            self._finalizer()
-            driver.close()
+            self._abandon_construction()
             raise
         self._processes, self._conns, self._command_sems = pool.processes, pool.conns, pool.command_sems
         self._done_sem = pool.done_sem
@@ -385,8 +323,18 @@ class Multiprocessing(WorkerBackend):
     def _origin(self, w: int) -> str:
         return f"worker {w} (pid {self._pool.processes[w].pid})"
 
-    def _start_worker(self, w: int):
-        """Starts the process of worker w; returns (process, its pipe's receiving end, its command semaphore)."""
+    def _abandon_construction(self) -> None:
+        """make() failed or was interrupted: ready workers are asked to close, the others killed (one
+        building its envs would read CLOSE only once done), the driver env closed, nothing kept."""
+        with sigint_held():
+            self._pool.kill_now.update(range(len(getattr(self, "_ready", ())), len(self._pool.processes)))
+            self._finalizer()
+            if self.driver_env is not None:
+                BoundedClose("driver env", self.driver_env).wait(CLOSE_TIMEOUT_S)
+
+    def _start_worker(self, w: int) -> None:
+        """Starts the process of worker w and records it, its pipe's receiving end and its command
+        semaphore as entry w of the pool's lists; a Ctrl-C cannot fall between the start and the record."""
         context, pool = self._context, self._pool
         receiver, sender = context.Pipe(duplex=False)
         sem = context.Semaphore(0)
@@ -406,28 +354,43 @@ class Multiprocessing(WorkerBackend):
             daemon=True,
             args=(spec, pool.raw, self._payloads[w], sender, sem, pool.done_sem),
         )
-        try:
-            process.start()
-        finally:
-            sender.close()
-            if process.pid is None:
-                receiver.close()
-        return process, receiver, sem
+        with sigint_held():
+            try:
+                process.start()
+            finally:
+                sender.close()
+                if process.pid is None:
+                    receiver.close()
+            self._started[w] = time.monotonic()
+            if w < len(pool.processes):
+                pool.processes[w], pool.conns[w], pool.command_sems[w] = process, receiver, sem
+            else:
+                pool.processes.append(process)
+                pool.conns.append(receiver)
+                pool.command_sems.append(sem)
 
     def _handshake(self, w: int) -> int:
         """Waits for worker w to build its envs; returns its number of internal envs."""
         conn, process = self._pool.conns[w], self._pool.processes[w]
-        while not conn.poll(LIVENESS_CHECK_S):
+        deadline = self._started[w] + creation_timeout(self.timeout)
+        while not conn.poll(max(0.0, min(LIVENESS_CHECK_S, deadline - time.monotonic()))):
             if process.exitcode is not None:
                 raise WorkerError(
-                    f"worker {w} (pid {process.pid}) {_exit_reason(process.exitcode)} while "
+                    f"worker {w} (pid {process.pid}) {exit_reason(process.exitcode)} while "
                     f"creating envs {self._env_range(w)}"
+                )
+            if time.monotonic() >= deadline:
+                process.kill()
+                elapsed = time.monotonic() - self._started[w]
+                raise WorkerError(
+                    f"worker {w} (pid {process.pid}) {creation_reason(elapsed, creation_timeout(self.timeout))} "
+                    f"while creating envs {self._env_range(w)}"
                 )
         try:
             kind, content = conn.recv()
         except (EOFError, OSError) as exc:
             process.join(1.0)
-            reason = "closed its pipe" if process.exitcode is None else _exit_reason(process.exitcode)
+            reason = "closed its pipe" if process.exitcode is None else exit_reason(process.exitcode)
             hint = (
                 ""
                 if self.start_method == "fork"
@@ -446,6 +409,7 @@ class Multiprocessing(WorkerBackend):
 
     @guarded
     def send(self, actions) -> None:
+        self._owner.check()
         actions = self._check_actions(actions)
         self._order.send()
         if self._copy_mode:
@@ -495,6 +459,8 @@ class Multiprocessing(WorkerBackend):
         while True:
             if self._busy:
                 self._poll()
+                if self._watch.due():
+                    self._check_in_flight()
             batch = self._batches.select()
             if batch is not None:
                 return batch
@@ -565,19 +531,24 @@ class Multiprocessing(WorkerBackend):
                 return True
         return False
 
+    def _check_in_flight(self) -> None:
+        """Every busy worker that died or is late fails now, even while the others keep answering."""
+        for w in list(self._busy):
+            if self._state[w] == BUSY:
+                reason = self._failure(w)
+                if reason is not None:
+                    self._worker_failed(w, reason, in_flight=True)
+
     def _failure(self, w: int) -> str | None:
         """Why worker w has failed (dead, or past its deadline), or None."""
         if self._order.closed:
             raise self._closed_while_waiting()  # close() from another thread is reaping the workers
         process = self._processes[w]
         if process.exitcode is not None:
-            return _exit_reason(process.exitcode)
+            return exit_reason(process.exitcode)
         late = self._deadlines.late([w])
         if late is not None:
-            return (
-                f"missed its deadline: still busy {late[1]:.2f} s after its command was sent "
-                f"(timeout={self.timeout:g} s)"
-            )
+            return deadline_reason(late[1], self.timeout)
         return None
 
     def _read_message(self, w: int) -> bool:
@@ -606,11 +577,13 @@ class Multiprocessing(WorkerBackend):
         """A dead or late worker: WorkerError (the vector closes), or its replacement (restart)."""
         process = self._processes[w]
         if self.on_worker_failure == "raise":
-            if process.exitcode is None:
-                process.kill()  # late: do not let close() wait for it
+            # The step in flight is lost with the vector: workers still in it are killed, not awaited.
+            self._pool.kill_now.update([w, *self._busy])
+            late, pid = reason.startswith(MISSED_DEADLINE), process.pid
             self._fail(
-                WorkerError(
-                    f"worker {w} (pid {process.pid}) {reason}; it held envs {self._env_range(w)}. "
+                lambda: WorkerError(
+                    f"worker {w} (pid {pid}) "
+                    f"{self._deadlines.reason(w) if late else reason}; it held envs {self._env_range(w)}. "
                     "The vector env is closed."
                 )
             )
@@ -660,7 +633,7 @@ class Multiprocessing(WorkerBackend):
         pool.conns[w].close()
         self._state[w] = IDLE
         try:
-            pool.processes[w], pool.conns[w], pool.command_sems[w] = self._start_worker(w)
+            self._start_worker(w)
             self._handshake(w)
         except EnvError as exc:  # WorkerError included
             self._fail(WorkerError(f"worker {w} could not be restarted: {exc}"))
@@ -717,12 +690,3 @@ class Multiprocessing(WorkerBackend):
         self._state = self._command = self._seeds = self._mailboxes = self._mail_sizes = None
         self._done_counts = None
         raise_failures(type(self).__name__, failures + driver.wait(CLOSE_TIMEOUT_S))
-
-
-def _exit_reason(exitcode: int) -> str:
-    if exitcode < 0:
-        try:
-            return f"was killed by signal {signal.Signals(-exitcode).name}"
-        except ValueError:
-            return f"was killed by signal {-exitcode}"
-    return f"exited with code {exitcode}"

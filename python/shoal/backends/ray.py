@@ -31,8 +31,10 @@ process's connection to a joined cluster. A cluster it joined keeps running.
 Faults. An actor that dies raises ``WorkerError`` from the pending call (Ray reports the death,
 typically within a second) and closes the vector; an exception in env code raises ``EnvError``
 naming the worker and the env with the actor's traceback, after which ``reset()`` is required.
-``timeout`` bounds each call (a late actor is killed: ``WorkerError``), and
-``on_worker_failure="restart"`` replaces a dead or late actor instead (backends/restart.py). After an
+``timeout`` bounds each call (a late actor is killed: ``WorkerError``; looked for every 0.1 s even
+while other actors answer), and ``on_worker_failure="restart"`` replaces a dead or late actor instead
+(backends/restart.py). Creation has a limit (workers/faults.py); a forked child cannot drive the
+actors (workers/ownership.py). After an
 interrupted call the next reset forgets the calls in flight: an actor runs its calls in order, so
 their results can only precede the reset's, and none is read.
 """
@@ -40,13 +42,11 @@ their results can only precede the reset's, and none is read.
 from __future__ import annotations
 
 import contextlib
-import logging
 import math
 import os
 import pickle
 import socket
 import sys
-import threading
 import time
 import weakref
 
@@ -61,16 +61,13 @@ from .interrupts import guarded
 from .restart import mark_restarted, restart_info
 from .workers.blocks import block_buffers, block_size
 from .workers.caller import WorkerBackend
+from .workers.faults import CLOSE_TIMEOUT_S, MISSED_DEADLINE, creation_timeout
 from .workers.messages import Failure
+from .workers.ray_session import Actors, connect
 from .workers.runner import EnvShape, native_slice, python_slice
 
-# How long the caller waits for actors to be placed and to build their envs before it gives up
-# (a cluster without free CPUs leaves actors pending forever).
-START_TIMEOUT_S = 60.0
 # Granularity of the caller's waits on in-flight results (Ray itself reports actor deaths).
 WAIT_S = 1.0
-# close(): how long actors get to close their envs before they are killed.
-CLOSE_TIMEOUT_S = 2.0
 RESULT_FIELDS = ("observations", "final_observations", "rewards", "terminals", "truncations", "masks")
 
 
@@ -155,84 +152,6 @@ def _actor_class(ray):
 
 
 # ---------------------------------------------------------------------------------------------------
-# The connection to Ray, shared by the vectors of this process
-# ---------------------------------------------------------------------------------------------------
-
-_session_lock = threading.Lock()
-_session = {"users": 0}  # vectors using a connection that shoal opened (ray.init) in this process
-
-
-def _connect(ray, address: str | None) -> bool:
-    """Makes sure this process is connected; returns True if the caller must _disconnect later."""
-    with _session_lock:
-        if ray.is_initialized():
-            if _session["users"] == 0:
-                return False  # the user's own connection: never shut it down
-            _session["users"] += 1
-            return True
-        kwargs = {"logging_level": logging.WARNING}
-        if address is None:
-            # "local" starts a new instance even where another cluster's address file is lying around.
-            kwargs = {**kwargs, "address": "local", "include_dashboard": False}
-        else:
-            kwargs["address"] = address
-        try:
-            ray.init(**kwargs)
-        except Exception as exc:
-            where = f"the Ray cluster at {address!r}" if address else "a local Ray instance"
-            raise WorkerError(f"backend Ray could not connect to {where}: {type(exc).__name__}: {exc}") from exc
-        _session["users"] = 1
-        return True
-
-
-def _disconnect(ray) -> None:
-    """Drops one user of shoal's connection; the last one calls ray.shutdown() (which stops a local
-    instance it started, or only leaves a joined cluster)."""
-    with _session_lock:
-        _session["users"] -= 1
-        if _session["users"] == 0 and ray.is_initialized():
-            ray.shutdown()
-
-
-class _Actors:
-    """Actors and connection of one vector; knows nothing of the VecEnv, so a weakref.finalize can
-    release them when the VecEnv is collected or the interpreter exits."""
-
-    def __init__(self, ray):
-        self.ray = ray
-        self.owner_pid = os.getpid()
-        self.handles: list = []
-        self.connected = False
-
-    def shutdown(self, graceful: bool = True) -> list[str]:
-        """Closes the actors' envs (killing actors that do not finish in time); returns env close() failures."""
-        if os.getpid() != self.owner_pid:
-            return []  # a forked child holds a copy of this object; the actors are not its own
-        ray, handles = self.ray, self.handles
-        self.handles = []
-        failures: list[str] = []
-        if handles and ray.is_initialized():
-            if graceful:
-                try:
-                    refs = [h.close.remote() for h in handles]
-                    ready, _ = ray.wait(refs, num_returns=len(refs), timeout=CLOSE_TIMEOUT_S)
-                    for ref in ready:
-                        with contextlib.suppress(Exception):  # a dead actor has nothing left to close
-                            failures += ray.get(ref)
-                except Exception:
-                    pass  # dead or unreachable actors are killed below all the same
-            for handle in handles:
-                try:
-                    ray.kill(handle, no_restart=True)
-                except Exception:
-                    pass  # already gone
-        if self.connected:
-            self.connected = False
-            _disconnect(ray)
-        return failures
-
-
-# ---------------------------------------------------------------------------------------------------
 # Caller side
 # ---------------------------------------------------------------------------------------------------
 
@@ -287,10 +206,10 @@ class Ray(WorkerBackend):
 
         self._probe_driver(env_creators[0], env_args[0], env_kwargs[0])
         driver, rows, shape = self.driver_env, self.rows_per_worker, self._env_shape
-        actors = self._actors = _Actors(ray)
+        actors = self._actors = Actors(ray)
         self._finalizer = weakref.finalize(self, actors.shutdown)
         try:
-            actors.connected = _connect(ray, ray_address)
+            actors.connected = connect(ray, ray_address)
             num_threads, cpus = self._plan_cpus(ray, max_num_threads)
             self.max_num_threads = num_threads if self.native else None
             self._host = _actor_class(ray).options(
@@ -351,13 +270,14 @@ class Ray(WorkerBackend):
         refs = [h.ready.remote() for h in handles]
         self.worker_pids, self.worker_hosts = [0] * len(refs), [""] * len(refs)
         internal = [0] * len(refs)
+        limit = creation_timeout(self.timeout)
         try:
-            ready, _ = ray.wait(refs, num_returns=len(refs), timeout=START_TIMEOUT_S)
+            ready, _ = ray.wait(refs, num_returns=len(refs), timeout=limit)
         except self._RayError as exc:
             raise WorkerError(f"Ray could not start the actors: {exc}") from exc
         if len(ready) < len(refs):
             raise WorkerError(
-                f"only {len(ready)} of {len(refs)} Ray actors started within {START_TIMEOUT_S:g} s "
+                f"only {len(ready)} of {len(refs)} Ray actors started within {limit:g} s "
                 f"(the cluster's available resources: {ray.available_resources()}); other work "
                 "may hold its CPUs"
             )
@@ -375,6 +295,7 @@ class Ray(WorkerBackend):
 
     @guarded
     def send(self, actions) -> None:
+        self._owner.check()
         actions = self._check_actions(actions)
         self._order.send()
         shared, rows = self.buf.actions, self.rows_per_worker
@@ -421,22 +342,36 @@ class Ray(WorkerBackend):
             # Full sync: one ray.get for every actor (a dead actor's result is its error).
             self._collect(list(self._busy), ray.get)
         while True:
+            if self._busy and self._watch.due():
+                self._check_in_flight()  # even while the other actors keep answering
             batch = self._batches.select()
             if batch is not None:
                 return batch
             if not self._busy:
                 raise RuntimeError("Ray: no actor in flight and no batch ready (internal error)")
-            refs = [self._refs[w] for w in self._busy]
-            done, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
-            if not done:
-                done, _ = ray.wait(refs, num_returns=1, timeout=self._deadlines.wait_slice(self._busy, WAIT_S))
-            if not done:
-                late = self._deadlines.late(self._busy)
-                if late is not None:
-                    self._complete(late[0], self._late(*late))
-                continue
+            if not self._collect_done(self._deadlines.wait_slice(self._busy, WAIT_S)):
+                self._fail_late()
+
+    def _check_in_flight(self) -> None:
+        """Takes the results that are in (a dead actor's is its error), then fails a late actor."""
+        self._collect_done(0)
+        self._fail_late()
+
+    def _collect_done(self, timeout: float) -> bool:
+        """Collects every finished call, waiting up to ``timeout`` for one if none is; False if none."""
+        ray, refs = self._ray, [self._refs[w] for w in self._busy]
+        done, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
+        if not done and timeout > 0:
+            done, _ = ray.wait(refs, num_returns=1, timeout=timeout)
+        if done:
             finished = set(done)
             self._collect([w for w in self._busy if self._refs[w] in finished], ray.get)
+        return bool(done)
+
+    def _fail_late(self) -> None:
+        late = self._deadlines.late(self._busy)
+        if late is not None:
+            self._complete(late[0], self._late(late[0]))
 
     def _collect(self, workers: list[int], get) -> None:
         """Moves finished actors from busy to ready with their results; raises their failures."""
@@ -472,7 +407,7 @@ class Ray(WorkerBackend):
         try:
             return self._ray.get(self._refs[w], timeout=timeout)
         except self._GetTimeoutError:
-            return self._late(w, time.monotonic() - self._deadlines.started[w])
+            return self._late(w)
         except self._RayActorError as exc:
             return self._worker_failed(w, "died", detail=f"\n{exc}")
         except self._RayError as exc:
@@ -490,10 +425,8 @@ class Ray(WorkerBackend):
             self._refs[w] = None
             self._raise_failure(w, failure)
 
-    def _late(self, w: int, elapsed: float) -> tuple:
-        return self._worker_failed(
-            w, f"missed its deadline: still busy {elapsed:.2f} s after its call was sent (timeout={self.timeout:g} s)"
-        )
+    def _late(self, w: int) -> tuple:
+        return self._worker_failed(w, self._deadlines.reason(w))
 
     def _worker_failed(self, w: int, reason: str, detail: str = "") -> tuple:
         """A dead or late actor: WorkerError (the vector closes), or a replacement whose reset result
@@ -501,10 +434,15 @@ class Ray(WorkerBackend):
         if self._order.closed:
             raise self._closed_while_waiting()  # close() from another thread killed the actors
         if self.on_worker_failure == "raise":
-            self._kill(w)  # a late actor would hold close() up
+            # The call in flight is lost with the vector: actors still in it are killed, not awaited.
+            self._actors.kill_now.update([w, *self._busy])
+            self._actors.failed = True
+            late = reason.startswith(MISSED_DEADLINE)
+            origin = self._origin(w)
             self._fail(
-                WorkerError(
-                    f"{self._origin(w)} {reason}; it held envs {self._env_range(w)}. The vector env is closed.{detail}"
+                lambda: WorkerError(
+                    f"{origin} {self._deadlines.reason(w) if late else reason}; it held envs "
+                    f"{self._env_range(w)}. The vector env is closed.{detail}"
                 )
             )
         return self._restart(w, f"{self._origin(w)} {reason}")
@@ -520,8 +458,10 @@ class Ray(WorkerBackend):
         self._handles[w] = handle = self._host.remote(*self._actor_args[w])
         try:
             ref = handle.ready.remote()
-            if not ray.wait([ref], timeout=START_TIMEOUT_S)[0]:
-                raise WorkerError(f"its replacement did not start within {START_TIMEOUT_S:g} s")
+            limit = creation_timeout(self.timeout)
+            if not ray.wait([ref], timeout=limit)[0]:
+                self._kill(w)
+                raise WorkerError(f"its replacement had not built its envs within the creation limit ({limit:g} s)")
             pid, host, _, failure = ray.get(ref)
             if failure is not None:
                 raise failure.creation_error(w, self._env_range(w), f"Ray actor {w} (pid {pid} on {host})")

@@ -17,10 +17,12 @@ from ...errors import APIUsageError, EnvError, WorkerError
 from ...seeding import check_seed, offset_seed
 from ...validation import check_bool
 from ..base import VecEnv, agent_id_range
-from ..deadlines import Deadlines, check_on_worker_failure, check_timeout
+from ..deadlines import Deadlines, Watch, check_on_worker_failure, check_timeout
 from ..interrupts import guarded, interrupted_reason
 from .batching import BatchSelector, take_infos
+from .faults import LIVENESS_CHECK_S
 from .layout import WORKER_OPTIONS, first_env_indices, worker_layout
+from .ownership import Owner
 from .runner import EnvShape, probe_driver
 from .slices import EnvSlice
 
@@ -52,6 +54,8 @@ class WorkerBackend(VecEnv):
         self.timeout = check_timeout(timeout)
         self.on_worker_failure = check_on_worker_failure(on_worker_failure)
         self._deadlines = Deadlines(self.num_workers, self.timeout)
+        self._watch = Watch(LIVENESS_CHECK_S)  # looks at workers the caller is not waiting for
+        self._owner = Owner(type(self).__name__)  # the process whose workers these are
         self._restarts = [0] * self.num_workers  # replacements of each worker so far
         self._reset_seed = self.seed  # seed of the last reset (restart seeds derive from it)
         self._needs_resync = False  # an interrupted call left workers in an unknown state
@@ -130,6 +134,7 @@ class WorkerBackend(VecEnv):
 
     @guarded
     def async_reset(self, seed: int | None = None) -> None:
+        self._owner.check()
         seed = self.seed if seed is None else check_seed(seed)
         self._order.reset()
         self._reset_seed = seed
@@ -145,6 +150,7 @@ class WorkerBackend(VecEnv):
 
     def _take_batch(self) -> tuple[list[int], list]:
         """recv's prologue: the next batch of workers and its infos."""
+        self._owner.check()
         self._order.recv()
         try:
             with self._failures_need_reset():
@@ -203,10 +209,12 @@ class WorkerBackend(VecEnv):
     def _next_batch(self) -> list[int]:
         raise NotImplementedError
 
-    def _fail(self, error: WorkerError):
+    def _fail(self, error):
+        """Closes the vector, then raises ``error`` (a WorkerError, or a function that makes one once
+        the vector is closed, so that its elapsed times include the close)."""
         self._failed = True
         self.close()
-        raise error
+        raise error if isinstance(error, BaseException) else error()
 
     def _closed_by_another_thread(self) -> bool:
         return self._order.closed and not self._failed

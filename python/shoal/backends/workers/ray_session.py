@@ -1,0 +1,107 @@
+"""The connection to Ray that the Ray vectors of a process share, and each vector's actors.
+
+A process already connected to Ray (``ray.init`` by the user) keeps that connection; otherwise shoal
+connects (joining ``ray_address``, or starting a local instance) and the last of its vectors to close
+calls ``ray.shutdown()``. That shutdown takes a second or more when it stops a local instance, so a
+vector closed by a worker failure runs it in a thread of its own: the WorkerError is not delayed by
+it, and the next connection waits for it (it holds the session lock).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+
+from ...errors import WorkerError
+from .faults import CLOSE_TIMEOUT_S
+from .ownership import Owner
+
+_session_lock = threading.Lock()
+_session = {"users": 0}  # vectors using a connection that shoal opened (ray.init) in this process
+
+
+def connect(ray, address: str | None) -> bool:
+    """Makes sure this process is connected; returns True if the caller must disconnect later."""
+    with _session_lock:
+        if ray.is_initialized():
+            if _session["users"] == 0:
+                return False  # the user's own connection: never shut it down
+            _session["users"] += 1
+            return True
+        kwargs = {"logging_level": logging.WARNING}
+        if address is None:
+            # "local" starts a new instance even where another cluster's address file is lying around.
+            kwargs = {**kwargs, "address": "local", "include_dashboard": False}
+        else:
+            kwargs["address"] = address
+        try:
+            ray.init(**kwargs)
+        except Exception as exc:
+            where = f"the Ray cluster at {address!r}" if address else "a local Ray instance"
+            raise WorkerError(f"backend Ray could not connect to {where}: {type(exc).__name__}: {exc}") from exc
+        _session["users"] = 1
+        return True
+
+
+def disconnect(ray, wait: bool = True) -> None:
+    """Drops one user of shoal's connection; the last one calls ray.shutdown() (which stops a local
+    instance it started, or only leaves a joined cluster), in a thread of its own unless ``wait``."""
+    _session_lock.acquire()
+    _session["users"] -= 1
+    if _session["users"] != 0 or not ray.is_initialized():
+        _session_lock.release()
+        return
+
+    def shut_down():
+        try:
+            ray.shutdown()
+        finally:
+            _session_lock.release()
+
+    if wait:
+        shut_down()
+    else:  # not a daemon: the interpreter's exit waits for it
+        threading.Thread(target=shut_down, name="shoal-ray-shutdown").start()
+
+
+class Actors:
+    """Actors and connection of one vector; knows nothing of the VecEnv, so a weakref.finalize can
+    release them when the VecEnv is collected or the interpreter exits."""
+
+    def __init__(self, ray):
+        self.ray = ray
+        self.owner = Owner("Ray")
+        self.handles: list = []
+        self.connected = False
+        self.kill_now: set[int] = set()  # actors known to be stuck: killed, not asked to close
+        self.failed = False  # a worker failure closes the vector: the shutdown of Ray does not wait
+
+    def shutdown(self, graceful: bool = True) -> list[str]:
+        """Closes the actors' envs (killing actors that do not finish in time); returns env close() failures."""
+        if not self.owner.here:
+            return []  # a forked child holds a copy of this object; the actors are not its own
+        ray, handles = self.ray, self.handles
+        self.handles = []
+        failures: list[str] = []
+        if handles and ray.is_initialized():
+            for w in self.kill_now:
+                with contextlib.suppress(Exception):  # already gone
+                    ray.kill(handles[w], no_restart=True)
+            closing = [h for w, h in enumerate(handles) if w not in self.kill_now]
+            if graceful and closing:
+                try:
+                    refs = [h.close.remote() for h in closing]
+                    ready, _ = ray.wait(refs, num_returns=len(refs), timeout=CLOSE_TIMEOUT_S)
+                    for ref in ready:
+                        with contextlib.suppress(Exception):  # a dead actor has nothing left to close
+                            failures += ray.get(ref)
+                except Exception:
+                    pass  # dead or unreachable actors are killed below all the same
+            for handle in closing:
+                with contextlib.suppress(Exception):  # already gone
+                    ray.kill(handle, no_restart=True)
+        if self.connected:
+            self.connected = False
+            disconnect(ray, wait=not self.failed)
+        return failures
