@@ -75,17 +75,19 @@ _Static_assert(SHOAL_OCEAN_ITEM_SIZE(SHOAL_OCEAN_FIELD(rewards)) == 4, "shoal.oc
 _Static_assert(SHOAL_OCEAN_ITEM_SIZE(SHOAL_OCEAN_FIELD(terminals)) == 1,
                "shoal.ocean: `terminals` must be one byte per agent");
 
-/** One keyword parameter as the core writes it (int32 or float32, see SHOAL_OCEAN_PARAMS). */
+/** One keyword parameter as the core writes it (SHOAL_OCEAN_PARAMS: int32 for ints and bools, a double
+ * for floats, as PufferLib's unpack() reads Python's). */
 typedef union shoal_ocean_value {
     int32_t i;
     float f;
+    double d;
 } shoal_ocean_value;
 
 #define SHOAL_OCEAN_COUNT_PARAM(NAME, TYPE, DEFAULT, INDEX) +1
 enum { SHOAL_OCEAN_NUM_PARAMS = 0 SHOAL_OCEAN_PARAMS(SHOAL_OCEAN_COUNT_PARAM) };
 #define SHOAL_OCEAN_COUNT_STAT(NAME) +1
 enum { SHOAL_OCEAN_NUM_STATS = 0 SHOAL_OCEAN_STATS(SHOAL_OCEAN_COUNT_STAT) };
-_Static_assert(SHOAL_OCEAN_NUM_STATS <= SHOAL_MAX_STATS, "shoal.ocean: too many stats");
+_Static_assert(SHOAL_OCEAN_NUM_STATS <= SHOAL_MAX_LOG_STATS, "shoal.ocean: my_log writes more keys than shoal keeps");
 _Static_assert(sizeof(Log) % sizeof(float) == 0,
                "shoal.ocean: the env's Log must hold floats only (as PufferLib's vec_log assumes)");
 
@@ -196,8 +198,11 @@ static void shoal_ocean_first_reset(shoal_ocean_env* w) {
     PyObject entries[SHOAL_OCEAN_NUM_PARAMS + 1];
     for (int i = 0; i < SHOAL_OCEAN_NUM_PARAMS; ++i) {
         entries[i] = (PyObject){.name = shoal_ocean_param_names[i]};
-        entries[i].number =
-            shoal_ocean_param_types[i] == SHOAL_PARAM_INT32 ? (double)w->params[i].i : (double)w->params[i].f;
+        switch (shoal_ocean_param_types[i]) {
+            case SHOAL_PARAM_FLOAT32: entries[i].number = (double)w->params[i].f; break;
+            case SHOAL_PARAM_FLOAT64: entries[i].number = w->params[i].d; break;
+            default: entries[i].number = (double)w->params[i].i; break; /* int32, bool */
+        }
     }
     entries[SHOAL_OCEAN_NUM_PARAMS] = (PyObject){.name = "seed", .number = (double)shoal_ocean_rand()};
     PyObject kwargs = {.entries = entries, .count = SHOAL_OCEAN_NUM_PARAMS + 1, .owner = &w->base};
@@ -221,10 +226,12 @@ static void shoal_ocean_reset(shoal_ocean_env* w) {
     w->seen_n = w->env.log.n;
 }
 
-/* The spec's take_log, PufferLib's vec_log over the envs of `range`: the Logs of the envs that ended
- * an episode since the last call, summed field by field (a Log is floats only, as vec_log assumes),
- * go through my_log once; its values become shoal's stats (slot 0: n) and those Logs are cleared.
- * The Log of an env that ended nothing since is left alone: it belongs to episodes still running. */
+/* The spec's take_log, PufferLib's vec_log over the envs of `range`: every env's Log, summed field by
+ * field (a Log is floats only, as vec_log assumes) and cleared, as vec_log sums and clears them all
+ * (an env that ended nothing since may hold part of an episode still running: vec_log counts it too).
+ * The sum goes through my_log once; its values become shoal's stats (slot 0: n). The core adds the
+ * blocks' sums in env order in double, so the report is the same on every thread count; PufferLib
+ * sums in float, which differs only by its rounding. */
 static void shoal_ocean_take_log(shoal_range* range, double* stat_sums, uint64_t* episodes) {
     enum { FIELDS = sizeof(Log) / sizeof(float) };
     double sums[FIELDS] = {0};
@@ -232,7 +239,7 @@ static void shoal_ocean_take_log(shoal_range* range, double* stat_sums, uint64_t
     unsigned char* bytes = range->envs;
     for (size_t i = 0; i < range->count; ++i, bytes += range->stride) {
         shoal_ocean_env* w = (shoal_ocean_env*)bytes;
-        if (SHOAL_OCEAN_EPISODE_STEPS(w) == 0) continue;
+        if (!shoal_ocean_initialized(w)) continue;
         float fields[FIELDS];
         memcpy(fields, &w->env.log, sizeof fields);
         for (int k = 0; k < FIELDS; ++k) sums[k] += fields[k];
@@ -241,12 +248,11 @@ static void shoal_ocean_take_log(shoal_range* range, double* stat_sums, uint64_t
         w->seen_n = 0;
         SHOAL_OCEAN_EPISODE_STEPS(w) = 0;
     }
-    if (ended == 0) return;
     float fields[FIELDS];
     for (int k = 0; k < FIELDS; ++k) fields[k] = (float)sums[k];
     Log total;
     memcpy(&total, fields, sizeof total);
-    float stats[SHOAL_MAX_STATS] = {0};
+    float stats[SHOAL_MAX_LOG_STATS] = {0};
     PyObject dict = {.slots = stats, .slot_names = shoal_ocean_stat_names, .count = SHOAL_OCEAN_NUM_STATS};
     my_log(&dict, &total);
     stats[0] = total.n;
@@ -379,8 +385,12 @@ static int shoal_ocean_step_callback(void* env) {
      TYPE,                                                                    \
      offsetof(shoal_ocean_env, params) + sizeof(shoal_ocean_value) * (INDEX), \
      DEFAULT,                                                                 \
-     TYPE == SHOAL_PARAM_INT32 ? (double)INT32_MIN : -HUGE_VAL,               \
-     TYPE == SHOAL_PARAM_INT32 ? (double)INT32_MAX : HUGE_VAL,                \
+     TYPE == SHOAL_PARAM_INT32  ? (double)INT32_MIN                           \
+     : TYPE == SHOAL_PARAM_BOOL ? 0.0                                         \
+                                : -HUGE_VAL,                                  \
+     TYPE == SHOAL_PARAM_INT32  ? (double)INT32_MAX                           \
+     : TYPE == SHOAL_PARAM_BOOL ? 1.0                                         \
+                                : HUGE_VAL,                                   \
      "keyword argument of the env's my_init"},
 static const shoal_param shoal_ocean_params[] = {SHOAL_OCEAN_PARAMS(SHOAL_OCEAN_PARAM_ENTRY)};
 
