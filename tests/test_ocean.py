@@ -38,6 +38,17 @@ ENVS = {
     "drone": {},
     "enduro": {},
     "go": {},
+    "nmmo3": {
+        "width": [64],
+        "height": [64],
+        "num_players": 8,
+        "num_enemies": 16,
+        "num_resources": 16,
+        "num_weapons": 8,
+        "num_gems": 4,
+        "tiers": 2,
+        "levels": 7,
+    },
     "pacman": {},
     "pong": {},
     "rware": {},
@@ -50,7 +61,7 @@ ENVS = {
     "trash_pickup": {},
     "tripletriad": {},
 }
-MULTI_AGENT = ("convert", "cpr", "rware", "snake", "target", "terraform", "trash_pickup")
+MULTI_AGENT = ("convert", "cpr", "nmmo3", "rware", "snake", "target", "terraform", "trash_pickup")
 REQUIRED = ("go", "pacman", "enduro", "terraform", "snake", "breakout", "cartpole", "squared")
 NUM_ENVS = 4
 STEPS = 2000
@@ -280,7 +291,7 @@ def test_clock_and_pid_seeded_envs_are_deterministic(env_class):
 
 
 def test_check_passes_on_ocean_envs(env_class):
-    for name in ("cartpole", "snake", "terraform", "checkers"):
+    for name in ("cartpole", "snake", "terraform", "checkers", "nmmo3"):
         result = check(env_class(name), backend="Multithreading", num_envs=4, steps=300, max_num_threads=2)
         assert result.passed, str(result)
 

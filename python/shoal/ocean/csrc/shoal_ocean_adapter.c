@@ -61,6 +61,9 @@ enum {
     SHOAL_OCEAN_FLOAT_ACTIONS = SHOAL_OCEAN_IS_FLOAT_PTR(SHOAL_OCEAN_FIELD(actions)),
     SHOAL_OCEAN_INT_ACTIONS = SHOAL_OCEAN_IS_INT_PTR(SHOAL_OCEAN_FIELD(actions)),
     SHOAL_OCEAN_OBS_ITEM = SHOAL_OCEAN_ITEM_SIZE(SHOAL_OCEAN_FIELD(observations)),
+    /* `float* terminals` (nmmo3): the env writes floats into an array of the adapter's, read as
+     * terminal where nonzero into shoal's byte rows after each step (never floats into byte rows). */
+    SHOAL_OCEAN_FLOAT_TERMINALS = SHOAL_OCEAN_IS_FLOAT_PTR(SHOAL_OCEAN_FIELD(terminals)),
     /* Discrete actions arrive as int32; a binding that reads floats gets them converted. */
     SHOAL_OCEAN_CONVERT_ACTIONS = SHOAL_OCEAN_FLOAT_ACTIONS && SHOAL_OCEAN_ACTION_KIND != SHOAL_ACTION_BOX,
     SHOAL_OCEAN_ACTION_COUNT = SHOAL_OCEAN_NUM_AGENTS * SHOAL_OCEAN_ACTION_DIMS,
@@ -72,8 +75,8 @@ _Static_assert(SHOAL_OCEAN_ACTION_KIND != SHOAL_ACTION_BOX || SHOAL_OCEAN_FLOAT_
 _Static_assert(SHOAL_OCEAN_OBS_ITEM == 0 || SHOAL_OCEAN_OBS_ITEM == SHOAL_OCEAN_OBS_ITEM_SIZE,
                "shoal.ocean: the env's `observations` element size differs from the Python class's dtype");
 _Static_assert(SHOAL_OCEAN_ITEM_SIZE(SHOAL_OCEAN_FIELD(rewards)) == 4, "shoal.ocean: `rewards` must be float*");
-_Static_assert(SHOAL_OCEAN_ITEM_SIZE(SHOAL_OCEAN_FIELD(terminals)) == 1,
-               "shoal.ocean: `terminals` must be one byte per agent");
+_Static_assert(SHOAL_OCEAN_ITEM_SIZE(SHOAL_OCEAN_FIELD(terminals)) == 1 || SHOAL_OCEAN_FLOAT_TERMINALS,
+               "shoal.ocean: `terminals` must be one byte or one float per agent");
 
 /** One keyword parameter as the core writes it (SHOAL_OCEAN_PARAMS: int32 for ints and bools, a double
  * for floats, as PufferLib's unpack() reads Python's). */
@@ -128,6 +131,8 @@ typedef struct shoal_ocean_env {
     uint64_t rand_state_after;
     /* The env's `actions` when it reads floats of discrete actions (SHOAL_OCEAN_CONVERT_ACTIONS). */
     float float_actions[SHOAL_OCEAN_CONVERT_ACTIONS ? SHOAL_OCEAN_ACTION_COUNT : 1];
+    /* The env's `terminals` when it writes floats (SHOAL_OCEAN_FLOAT_TERMINALS). */
+    float float_terminals[SHOAL_OCEAN_FLOAT_TERMINALS ? SHOAL_OCEAN_NUM_AGENTS : 1];
     shoal_ocean_value params[SHOAL_OCEAN_NUM_PARAMS]; /* written by the core before init */
     shoal_ocean_arena arena;                          /* what my_init allocated */
 } shoal_ocean_env;
@@ -177,7 +182,10 @@ static void shoal_ocean_point_buffers(shoal_ocean_env* w) {
     Env* env = &w->env;
     env->observations = (__typeof__(env->observations))w->base.observations;
     env->rewards = (__typeof__(env->rewards))w->base.rewards;
-    env->terminals = (__typeof__(env->terminals))w->base.terminals;
+    if (SHOAL_OCEAN_FLOAT_TERMINALS)
+        env->terminals = (__typeof__(env->terminals))(void*)w->float_terminals;
+    else
+        env->terminals = (__typeof__(env->terminals))(void*)w->base.terminals;
     if (SHOAL_OCEAN_CONVERT_ACTIONS)
         env->actions = (__typeof__(env->actions))(void*)w->float_actions;
     else
@@ -260,6 +268,13 @@ static void shoal_ocean_take_log(shoal_range* range, double* stat_sums, uint64_t
     *episodes += ended;
 }
 
+/* The agents' terminals after a step as bytes: the env's own row, or its floats converted into shoal's. */
+static inline SHOAL_ALWAYS_INLINE const unsigned char* shoal_ocean_terminals(shoal_ocean_env* w) {
+    if (!SHOAL_OCEAN_FLOAT_TERMINALS) return (const unsigned char*)(const void*)w->env.terminals;
+    for (int a = 0; a < SHOAL_OCEAN_NUM_AGENTS; ++a) w->base.terminals[a] = w->float_terminals[a] != 0.0f;
+    return w->base.terminals;
+}
+
 /* The env's discrete actions as the floats it reads (SHOAL_OCEAN_CONVERT_ACTIONS; else nothing). */
 static inline SHOAL_ALWAYS_INLINE void shoal_ocean_convert_actions(shoal_ocean_env* w) {
     if (SHOAL_OCEAN_CONVERT_ACTIONS) {
@@ -298,7 +313,8 @@ static SHOAL_OUT_OF_LINE uint64_t shoal_ocean_finish_step(shoal_range* range, si
     const size_t agents = SHOAL_OCEAN_NUM_AGENTS, observation_bytes = SHOAL_OCEAN_OBS_BYTES;
     unsigned char* finals = range->final_observations + i * agents * observation_bytes;
     const unsigned char* observations = (const unsigned char*)w->env.observations;
-    const unsigned char* terminals = (const unsigned char*)w->env.terminals;
+    const unsigned char* terminals =
+        SHOAL_OCEAN_FLOAT_TERMINALS ? w->base.terminals : (const unsigned char*)(const void*)w->env.terminals;
     if (truncated) {
         memset(w->base.truncations, 1, agents);
         memcpy(finals, observations, agents * observation_bytes);
@@ -339,7 +355,7 @@ static inline SHOAL_ALWAYS_INLINE uint64_t shoal_ocean_step_envs(shoal_range* ra
         shoal_ocean_route(w);
         if (!shoal_ocean_c_step(w)) continue;
         /* The env's own pointer to its terminals: the Env's lines are hot, shoal_env's may not be. */
-        const unsigned char* terminals = (const unsigned char*)w->env.terminals;
+        const unsigned char* terminals = shoal_ocean_terminals(w);
         unsigned ended = 0;
         for (size_t a = 0; a < agents; ++a) ended |= terminals[a];
         const int logged = w->env.log.n != w->seen_n;

@@ -36,6 +36,7 @@
 #include SHOAL_OCEAN_BINDING
 
 #define HARNESS_FLOAT_ACTIONS _Generic((((Env*)0)->actions), float*: 1, default: 0)
+#define HARNESS_FLOAT_TERMINALS _Generic((((Env*)0)->terminals), float*: 1, default: 0)
 #define HARNESS_COUNT(NAME, TYPE, DEFAULT, INDEX) +1
 enum { HARNESS_NUM_PARAMS = 0 SHOAL_OCEAN_PARAMS(HARNESS_COUNT) };
 #define HARNESS_NAME(NAME, TYPE, DEFAULT, INDEX) NAME,
@@ -106,7 +107,9 @@ int main(int argc, char** argv) {
     float* float_actions = calloc((size_t)action_count, sizeof(float));
     float* rewards = calloc((size_t)agents, sizeof(float));
     unsigned char* terminals = calloc((size_t)agents, 1);
-    if (!envs || !rand_states || !observations || !int_actions || !float_actions || !rewards || !terminals)
+    float* float_terminals = calloc((size_t)agents, sizeof(float)); /* an env with float* terminals */
+    if (!envs || !rand_states || !observations || !int_actions || !float_actions || !rewards || !terminals ||
+        !float_terminals)
         die("out of memory");
     (void)rand_states;
 
@@ -117,7 +120,10 @@ int main(int argc, char** argv) {
         const long row = i * SHOAL_OCEAN_NUM_AGENTS;
         env->observations = (__typeof__(env->observations))(observations + row * obs_row);
         env->rewards = (__typeof__(env->rewards))(rewards + row);
-        env->terminals = (__typeof__(env->terminals))(terminals + row);
+        if (HARNESS_FLOAT_TERMINALS)
+            env->terminals = (__typeof__(env->terminals))(void*)(float_terminals + row);
+        else
+            env->terminals = (__typeof__(env->terminals))(void*)(terminals + row);
         if (HARNESS_FLOAT_ACTIONS)
             env->actions = (__typeof__(env->actions))(void*)(float_actions + row * SHOAL_OCEAN_ACTION_DIMS);
         else
@@ -171,6 +177,8 @@ int main(int argc, char** argv) {
             }
             fwrite(observations, obs_row, (size_t)agents, out);
             fwrite(rewards, sizeof(float), (size_t)agents, out);
+            if (HARNESS_FLOAT_TERMINALS)
+                for (long a = 0; a < agents; ++a) terminals[a] = float_terminals[a] != 0.0f;
             fwrite(terminals, 1, (size_t)agents, out);
             if (logs && (t + 1) % log_interval == 0) harness_vec_log(envs, num_envs, t, logs);
         }
