@@ -45,6 +45,7 @@ SIZES = {
     "rware": ({}, 256, 4_000_000),
     "cartpole": ({}, 4096, 12_000_000),
     "squared": ({}, 4096, 20_000_000),
+    "nmmo3": ({}, 4, 400_000),  # 1,024 players on each 512 x 512 map
 }
 # Seed 003's table (PufferLib's Multithreading PR, its machine, end to end with training) and the
 # issue's single-thread figures of PufferLib 3.0's native vector on a 2-vCPU guest (agent steps/s).
@@ -202,7 +203,7 @@ def main() -> None:
                 f"{c / a:.2f}",
                 f"{d / b:.2f}",
                 f"{b_cpu / a_cpu:.2f}",
-                fmt(PUFFER_1T[name]),
+                fmt(PUFFER_1T[name]) if name in PUFFER_1T else "",
                 PR_ROWS.get(name, ""),
             ]
         )

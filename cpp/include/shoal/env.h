@@ -81,7 +81,10 @@ extern "C" {
 
 #define SHOAL_MAX_OBS_DIMS 3
 #define SHOAL_MAX_ACTION_DIMS 64
-#define SHOAL_MAX_STATS 16
+#define SHOAL_MAX_STATS 16 /* stats[] of every env struct */
+/* stats of an env that keeps its own log (spec.take_log): it has no stats[] slots to size, so only the
+ * core's per-collection sums (off the hot path) are sized by this */
+#define SHOAL_MAX_LOG_STATS 64
 #define SHOAL_ERROR_CAPACITY 160
 
 typedef enum shoal_dtype {
@@ -188,7 +191,8 @@ typedef struct shoal_env_spec {
 
     const shoal_param* params;
     int32_t num_params;
-    const char* const* stat_names; /* names of stats[0..num_stats) */
+    const char* const* stat_names; /* names of stats[0..num_stats); num_stats <= SHOAL_MAX_STATS, or
+                                      SHOAL_MAX_LOG_STATS with take_log */
     int32_t num_stats;
 
     int (*init)(void* env);

@@ -158,8 +158,10 @@ inline void validate_spec(const shoal_env_spec& spec) {
         if (param.offset < sizeof(shoal_env) || param.offset + size > spec.env_size)
             fail(std::string("parameter '") + param.name + "' lies outside the env struct (after base)");
     }
-    if (spec.num_stats < 0 || spec.num_stats > SHOAL_MAX_STATS || (spec.num_stats > 0 && !spec.stat_names))
-        fail("num_stats must be in [0, " + std::to_string(SHOAL_MAX_STATS) + "] with stat_names");
+    const int32_t max_stats = spec.take_log ? SHOAL_MAX_LOG_STATS : SHOAL_MAX_STATS;
+    if (spec.num_stats < 0 || spec.num_stats > max_stats || (spec.num_stats > 0 && !spec.stat_names))
+        fail("num_stats must be in [0, " + std::to_string(max_stats) + "] with stat_names" +
+             (spec.take_log ? "" : " (up to " + std::to_string(SHOAL_MAX_LOG_STATS) + " with take_log)"));
 }
 
 /// Caller-owned buffers of a whole vector; rows = num_envs * num_agents, C-contiguous.
@@ -177,13 +179,13 @@ struct VecBuffers {
 struct EpisodeTally {
     double return_sum = 0;
     double length_sum = 0;
-    double stat_sums[SHOAL_MAX_STATS] = {};
+    double stat_sums[SHOAL_MAX_LOG_STATS] = {};
     uint64_t episodes = 0;
 
     void add(const EpisodeTally& part) noexcept {
         return_sum += part.return_sum;
         length_sum += part.length_sum;
-        for (size_t s = 0; s < SHOAL_MAX_STATS; ++s) stat_sums[s] += part.stat_sums[s];
+        for (size_t s = 0; s < SHOAL_MAX_LOG_STATS; ++s) stat_sums[s] += part.stat_sums[s];
         episodes += part.episodes;
     }
 };

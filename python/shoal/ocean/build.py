@@ -59,7 +59,8 @@ _DTYPES = {
     np.dtype(np.int8): "SHOAL_INT8",
     np.dtype(np.int32): "SHOAL_INT32",
 }
-MAX_STATS = 8
+# The SDK's limit for an env that keeps its own log (SHOAL_MAX_LOG_STATS): n and my_log's keys.
+MAX_STATS = 64
 
 
 @dataclass(frozen=True)
@@ -69,9 +70,8 @@ class Library:
     name: str
     path: Path
     folder: Path  # the cache entry (staged sources, config.h, the library)
-    params: tuple  # (name, "int" | "float") of my_init's keyword arguments (seed aside)
-    stats: tuple  # stat names: "n", then my_log's keys (at most 8 in all)
-    dropped_stats: tuple  # my_log keys beyond shoal's 8 stat slots
+    params: tuple  # (name, "int" | "double" | "bool") of my_init's keyword arguments (seed aside)
+    stats: tuple  # stat names: "n", then every key my_log writes
 
 
 def log_keys(binding: Path) -> list[str]:
@@ -152,22 +152,30 @@ def config_header(name: str, model: ClassModel, params: tuple, stats: tuple) -> 
     ]
     for index, (key, kind_) in enumerate(params):
         default = model.init_kwargs.get(key, 0)
-        c_type = "SHOAL_PARAM_INT32" if kind_ == "int" else "SHOAL_PARAM_FLOAT32"
+        c_type = _PARAM_TYPES[kind_]
+        default = int(default) if kind_ == "bool" else default
         lines.append(f"    X({_c_string(key)}, {c_type}, {_c_number(default)}, {index}) \\")
     lines.append("")
     lines.append("#define SHOAL_OCEAN_STATS(X) " + " ".join(f"X({_c_string(s)})" for s in stats))
     return "\n".join(lines) + "\n"
 
 
+# What PufferLib's unpack() reads from each Python type: an int as a C long within int32's range, a
+# float as a double, a bool as the int it is (0 or 1).
+_PARAM_TYPES = {"int": "SHOAL_PARAM_INT32", "double": "SHOAL_PARAM_FLOAT64", "bool": "SHOAL_PARAM_BOOL"}
+
+
+def _param_kind(value) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    return "int" if isinstance(value, int) else "double"
+
+
 def param_table(model: ClassModel) -> tuple:
-    """(name, kind) of my_init's keyword arguments: ints stay int32, the rest float32. The `seed`
-    keyword is not a parameter: the adapter draws it from the env's stream at its first reset."""
-    table = []
-    for key, value in model.init_kwargs.items():
-        if key == "seed":
-            continue
-        table.append((key, "int" if isinstance(value, int) else "float"))
-    return tuple(table)
+    """(name, kind) of my_init's keyword arguments, by the Python type of the class's value (see
+    _PARAM_TYPES). The `seed` keyword is not a parameter: the adapter draws it from the env's stream
+    at its first reset."""
+    return tuple((key, _param_kind(value)) for key, value in model.init_kwargs.items() if key != "seed")
 
 
 def _staged_files(folder: Path) -> list[Path]:
@@ -205,8 +213,11 @@ def build_library(name: str, folder: Path, model: ClassModel) -> Library:
     """The cached library of env ``name`` for the layout of ``model`` (built if needed)."""
     params = param_table(model)
     keys = [k for k in log_keys(folder / "binding.c") if k != "n"]
-    stats = ("n",) + tuple(keys[: MAX_STATS - 1])
-    dropped = tuple(keys[MAX_STATS - 1 :])
+    stats = ("n", *keys)
+    if len(stats) > MAX_STATS:
+        raise OceanError(
+            f"Ocean env {name!r} ({folder / 'binding.c'}): my_log writes {len(keys)} keys; shoal keeps {MAX_STATS - 1}"
+        )
     header = config_header(name, model, params, stats)
     cc = compiler()
     sources = _staged_files(folder)
@@ -242,7 +253,7 @@ def build_library(name: str, folder: Path, model: ClassModel) -> Library:
         _run_compiler(command, stage, f"Ocean env {name!r} ({folder / 'binding.c'})")
 
     final = builds.cached_build(root, name, key, f"{name}.so", build, OceanError)
-    return Library(name, final / f"{name}.so", final, params, stats, dropped)
+    return Library(name, final / f"{name}.so", final, params, stats)
 
 
 __all__ = ["IN_USE_SECONDS", "KEEP_BUILDS_PER_ENV", "Library", "build_library", "clean_builds", "prune_builds"]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from .. import _native
 from ..native import NativeEnv
 from ..seeding import check_seed
@@ -27,10 +29,12 @@ class OceanEnv(NativeEnv):
     episode is what the env shows after that step (usually the next episode's first). There are no
     shoal truncations unless ``max_episode_steps`` is given: then shoal truncates and resets
     (``c_reset``) an env that ran that many steps since its last logged episode end. Infos carry the env's
-    ``Log`` as PufferLib's ``vec_log`` reports it: each field averaged over the ``n`` episodes
-    (agent episodes, for multi-agent envs) that ended since the last report. Reports come about once
-    per ``num_envs`` episodes, as for every native env; a class's ``log_interval`` (the step cadence of
-    PufferLib's own class) is accepted, so that PufferLib configs run unchanged, and has no effect.
+    ``Log`` as PufferLib's ``vec_log`` reports it: every env's Log summed, each field divided by ``n``
+    (agent episodes, for multi-agent envs), under ``my_log``'s keys. Reports come on the class's own
+    cadence: every ``log_interval`` steps of the vector since its reset (PufferLib's class:
+    ``self.tick % self.log_interval == 0``), a report only if an episode ended since the last; as
+    there, a reset leaves the Logs alone (what c_reset writes into them is reported with the rest). A class
+    without ``log_interval`` reports about once per ``num_envs`` episodes, as every native env does.
     """
 
     ocean: dict = {}
@@ -56,13 +60,21 @@ class OceanEnv(NativeEnv):
         seed = check_seed(seed)
         resolved = {}
         params = []
+        intervals = set()
         for overrides in per_env:
             overrides = dict(overrides)
             limit = overrides.pop("max_episode_steps", None)  # shoal's time limit, not the class's
             key = tuple(sorted(overrides.items(), key=lambda item: item[0]))
             if key not in resolved:
                 resolved[key] = self._init_kwargs(overrides)
-            params.append(dict(resolved[key]) if limit is None else {**resolved[key], "max_episode_steps": limit})
+            init_kwargs, interval = resolved[key]
+            intervals.add(interval)
+            params.append(dict(init_kwargs) if limit is None else {**init_kwargs, "max_episode_steps": limit})
+        if len(intervals) > 1:
+            raise OceanError(
+                f"{self.ocean['name']}: log_interval is the vector's report cadence, one for every env; "
+                f"env_params give {sorted(intervals, key=str)}"
+            )
         super().__init__(
             num_envs=num_envs,
             buf=buf,
@@ -73,9 +85,26 @@ class OceanEnv(NativeEnv):
             env_params=params,
             num_buffers=num_buffers,
         )
+        (self.log_interval,) = intervals
+        if self.log_interval is not None:
+            self._logs = [IntervalLog(log, self.log_interval) for log in self._logs]
+            self._count_episodes = self._logs[0].add
+
+    def step(self, actions):
+        # As NativeEnv's, but the log hears of every step (log_interval counts steps, not episodes).
+        ended = self._vec.step_actions(actions) if type(actions) is np.ndarray else -1
+        if ended < 0:
+            ended = self._step_converted(actions)
+        return self.observations, self.rewards, self.terminals, self.truncations, self._count_episodes(ended)
+
+    def step_infos(self, actions) -> list[dict]:
+        ended = self._vec.step_actions(actions) if type(actions) is np.ndarray else -1
+        if ended < 0:
+            ended = self._step_converted(actions)
+        return self._count_episodes(ended)
 
     @classmethod
-    def _init_kwargs(cls, overrides: dict) -> dict:
+    def _init_kwargs(cls, overrides: dict) -> tuple[dict, int | None]:
         info = cls.ocean
         merged = dict(info["kwargs"])
         merged.update(overrides)
@@ -88,7 +117,7 @@ class OceanEnv(NativeEnv):
                 f"{info['layout']} -> {layout}; make a class for them: "
                 f"shoal.ocean.env_class({info['name']!r}, **{ {**info['kwargs'], **changed} })"
             )
-        return {name: model.init_kwargs.get(name, 0) for name, _ in info["params"]}
+        return {name: model.init_kwargs.get(name, 0) for name, _ in info["params"]}, model.log_interval
 
     def _report_log(self, log: dict) -> dict:
         """PufferLib's vec_log from shoal's episode log: Log fields summed over the ended episodes,
@@ -102,6 +131,30 @@ class OceanEnv(NativeEnv):
         report["episodes"] = log["episodes"]  # shoal episodes: steps of an env that ended some
         report["n"] = n * log["episodes"]  # episodes the env logged (agent episodes)
         return report
+
+
+class IntervalLog:
+    """PufferLib's class cadence over an EpisodeLog's envs: every ``interval`` steps since the reset,
+    their Logs are collected (vec_log), reported if an episode ended (n > 0)."""
+
+    def __init__(self, log, interval: int):
+        self._log = log
+        self.interval = interval
+        self.tick = 0
+
+    def add(self, ended: int) -> list[dict]:
+        self.tick += 1
+        if self.tick % self.interval:
+            return []
+        log = self._log._vec.collect_log(self._log.begin, self._log.end)
+        if not log.get("n"):
+            return []
+        return [self._log._report(log)]
+
+    def clear(self) -> None:
+        # A reset restarts the count, not the Logs: PufferLib's vec_reset leaves them as they are, with
+        # what c_reset (and my_init) wrote into them (enduro's cars_to_pass), which the next report sums.
+        self.tick = 0
 
 
 _models: dict = {}
@@ -142,7 +195,7 @@ def make_class(
         "layout": _layout(model),
         "params": library.params,
         "stats": library.stats,
-        "dropped_stats": library.dropped_stats,
+        "dropped_stats": (),  # every key of my_log is kept (`shoal ocean build` still prints this)
         "library": library,
     }
     class_name = "Ocean" + "".join(part.capitalize() for part in name.split("_"))

@@ -23,10 +23,13 @@ def _program(env_class: type[OceanEnv], workdir: Path, shoal_rand: bool) -> Path
     return out if out.is_file() else build_harness(library, out, shoal_rand)
 
 
-def trace(env_class: type[OceanEnv], num_envs: int, seed: int, actions: np.ndarray, workdir: Path) -> dict:
+def trace(
+    env_class: type[OceanEnv], num_envs: int, seed: int, actions: np.ndarray, workdir: Path, log_interval: int = 0
+) -> dict:
     """Observations after reset and per step, rewards and terminals per step, of ``num_envs`` envs
     stepped by the harness with ``actions`` (steps, agents, ...); rand() is each env's own stream,
-    seeded as shoal seeds it."""
+    seeded as shoal seeds it. With ``log_interval``, also "logs": {step: report} of PufferLib's
+    vec_log run after every log_interval-th step (step counted from 0)."""
     program = _program(env_class, workdir, shoal_rand=True)
     probe = env_class(num_envs=1)
     obs_space, agents = probe.single_observation_space, probe.num_agents * num_envs
@@ -36,8 +39,10 @@ def trace(env_class: type[OceanEnv], num_envs: int, seed: int, actions: np.ndarr
     action_file, out_file = workdir / "actions.bin", workdir / "trace.bin"
     dtype = np.float32 if actions.dtype == np.float32 else np.int32
     np.ascontiguousarray(actions, dtype=dtype).tofile(action_file)
+    log_file = workdir / "logs.txt"
+    extra = [str(log_interval), str(log_file)] if log_interval else []
     result = subprocess.run(
-        [str(program), "trace", str(num_envs), str(steps), str(seed), str(action_file), str(out_file)],
+        [str(program), "trace", str(num_envs), str(steps), str(seed), str(action_file), str(out_file), *extra],
         capture_output=True,
         text=True,
         timeout=600,
@@ -58,7 +63,13 @@ def trace(env_class: type[OceanEnv], num_envs: int, seed: int, actions: np.ndarr
         obs.append(raw[base : base + obs_bytes].view(obs_space.dtype).reshape(agents, *obs_space.shape))
         rewards.append(raw[base + obs_bytes : base + obs_bytes + 4 * agents].view(np.float32))
         terminals.append(raw[base + obs_bytes + 4 * agents : base + step_bytes].astype(bool))
-    return {"obs": np.stack(obs), "rewards": np.stack(rewards), "terminals": np.stack(terminals)}
+    result = {"obs": np.stack(obs), "rewards": np.stack(rewards), "terminals": np.stack(terminals)}
+    if log_interval:
+        result["logs"] = {}
+        for line in log_file.read_text().splitlines():
+            step, *items = line.split()
+            result["logs"][int(step)] = {k: float(v) for k, v in (item.split("=") for item in items)}
+    return result
 
 
 def bench(

@@ -61,6 +61,9 @@ enum {
     SHOAL_OCEAN_FLOAT_ACTIONS = SHOAL_OCEAN_IS_FLOAT_PTR(SHOAL_OCEAN_FIELD(actions)),
     SHOAL_OCEAN_INT_ACTIONS = SHOAL_OCEAN_IS_INT_PTR(SHOAL_OCEAN_FIELD(actions)),
     SHOAL_OCEAN_OBS_ITEM = SHOAL_OCEAN_ITEM_SIZE(SHOAL_OCEAN_FIELD(observations)),
+    /* `float* terminals` (nmmo3): the env writes floats into an array of the adapter's, read as
+     * terminal where nonzero into shoal's byte rows after each step (never floats into byte rows). */
+    SHOAL_OCEAN_FLOAT_TERMINALS = SHOAL_OCEAN_IS_FLOAT_PTR(SHOAL_OCEAN_FIELD(terminals)),
     /* Discrete actions arrive as int32; a binding that reads floats gets them converted. */
     SHOAL_OCEAN_CONVERT_ACTIONS = SHOAL_OCEAN_FLOAT_ACTIONS && SHOAL_OCEAN_ACTION_KIND != SHOAL_ACTION_BOX,
     SHOAL_OCEAN_ACTION_COUNT = SHOAL_OCEAN_NUM_AGENTS * SHOAL_OCEAN_ACTION_DIMS,
@@ -72,20 +75,22 @@ _Static_assert(SHOAL_OCEAN_ACTION_KIND != SHOAL_ACTION_BOX || SHOAL_OCEAN_FLOAT_
 _Static_assert(SHOAL_OCEAN_OBS_ITEM == 0 || SHOAL_OCEAN_OBS_ITEM == SHOAL_OCEAN_OBS_ITEM_SIZE,
                "shoal.ocean: the env's `observations` element size differs from the Python class's dtype");
 _Static_assert(SHOAL_OCEAN_ITEM_SIZE(SHOAL_OCEAN_FIELD(rewards)) == 4, "shoal.ocean: `rewards` must be float*");
-_Static_assert(SHOAL_OCEAN_ITEM_SIZE(SHOAL_OCEAN_FIELD(terminals)) == 1,
-               "shoal.ocean: `terminals` must be one byte per agent");
+_Static_assert(SHOAL_OCEAN_ITEM_SIZE(SHOAL_OCEAN_FIELD(terminals)) == 1 || SHOAL_OCEAN_FLOAT_TERMINALS,
+               "shoal.ocean: `terminals` must be one byte or one float per agent");
 
-/** One keyword parameter as the core writes it (int32 or float32, see SHOAL_OCEAN_PARAMS). */
+/** One keyword parameter as the core writes it (SHOAL_OCEAN_PARAMS: int32 for ints and bools, a double
+ * for floats, as PufferLib's unpack() reads Python's). */
 typedef union shoal_ocean_value {
     int32_t i;
     float f;
+    double d;
 } shoal_ocean_value;
 
 #define SHOAL_OCEAN_COUNT_PARAM(NAME, TYPE, DEFAULT, INDEX) +1
 enum { SHOAL_OCEAN_NUM_PARAMS = 0 SHOAL_OCEAN_PARAMS(SHOAL_OCEAN_COUNT_PARAM) };
 #define SHOAL_OCEAN_COUNT_STAT(NAME) +1
 enum { SHOAL_OCEAN_NUM_STATS = 0 SHOAL_OCEAN_STATS(SHOAL_OCEAN_COUNT_STAT) };
-_Static_assert(SHOAL_OCEAN_NUM_STATS <= SHOAL_MAX_STATS, "shoal.ocean: too many stats");
+_Static_assert(SHOAL_OCEAN_NUM_STATS <= SHOAL_MAX_LOG_STATS, "shoal.ocean: my_log writes more keys than shoal keeps");
 _Static_assert(sizeof(Log) % sizeof(float) == 0,
                "shoal.ocean: the env's Log must hold floats only (as PufferLib's vec_log assumes)");
 
@@ -126,6 +131,8 @@ typedef struct shoal_ocean_env {
     uint64_t rand_state_after;
     /* The env's `actions` when it reads floats of discrete actions (SHOAL_OCEAN_CONVERT_ACTIONS). */
     float float_actions[SHOAL_OCEAN_CONVERT_ACTIONS ? SHOAL_OCEAN_ACTION_COUNT : 1];
+    /* The env's `terminals` when it writes floats (SHOAL_OCEAN_FLOAT_TERMINALS). */
+    float float_terminals[SHOAL_OCEAN_FLOAT_TERMINALS ? SHOAL_OCEAN_NUM_AGENTS : 1];
     shoal_ocean_value params[SHOAL_OCEAN_NUM_PARAMS]; /* written by the core before init */
     shoal_ocean_arena arena;                          /* what my_init allocated */
 } shoal_ocean_env;
@@ -175,7 +182,10 @@ static void shoal_ocean_point_buffers(shoal_ocean_env* w) {
     Env* env = &w->env;
     env->observations = (__typeof__(env->observations))w->base.observations;
     env->rewards = (__typeof__(env->rewards))w->base.rewards;
-    env->terminals = (__typeof__(env->terminals))w->base.terminals;
+    if (SHOAL_OCEAN_FLOAT_TERMINALS)
+        env->terminals = (__typeof__(env->terminals))(void*)w->float_terminals;
+    else
+        env->terminals = (__typeof__(env->terminals))(void*)w->base.terminals;
     if (SHOAL_OCEAN_CONVERT_ACTIONS)
         env->actions = (__typeof__(env->actions))(void*)w->float_actions;
     else
@@ -196,8 +206,11 @@ static void shoal_ocean_first_reset(shoal_ocean_env* w) {
     PyObject entries[SHOAL_OCEAN_NUM_PARAMS + 1];
     for (int i = 0; i < SHOAL_OCEAN_NUM_PARAMS; ++i) {
         entries[i] = (PyObject){.name = shoal_ocean_param_names[i]};
-        entries[i].number =
-            shoal_ocean_param_types[i] == SHOAL_PARAM_INT32 ? (double)w->params[i].i : (double)w->params[i].f;
+        switch (shoal_ocean_param_types[i]) {
+            case SHOAL_PARAM_FLOAT32: entries[i].number = (double)w->params[i].f; break;
+            case SHOAL_PARAM_FLOAT64: entries[i].number = w->params[i].d; break;
+            default: entries[i].number = (double)w->params[i].i; break; /* int32, bool */
+        }
     }
     entries[SHOAL_OCEAN_NUM_PARAMS] = (PyObject){.name = "seed", .number = (double)shoal_ocean_rand()};
     PyObject kwargs = {.entries = entries, .count = SHOAL_OCEAN_NUM_PARAMS + 1, .owner = &w->base};
@@ -221,10 +234,12 @@ static void shoal_ocean_reset(shoal_ocean_env* w) {
     w->seen_n = w->env.log.n;
 }
 
-/* The spec's take_log, PufferLib's vec_log over the envs of `range`: the Logs of the envs that ended
- * an episode since the last call, summed field by field (a Log is floats only, as vec_log assumes),
- * go through my_log once; its values become shoal's stats (slot 0: n) and those Logs are cleared.
- * The Log of an env that ended nothing since is left alone: it belongs to episodes still running. */
+/* The spec's take_log, PufferLib's vec_log over the envs of `range`: every env's Log, summed field by
+ * field (a Log is floats only, as vec_log assumes) and cleared, as vec_log sums and clears them all
+ * (an env that ended nothing since may hold part of an episode still running: vec_log counts it too).
+ * The sum goes through my_log once; its values become shoal's stats (slot 0: n). The core adds the
+ * blocks' sums in env order in double, so the report is the same on every thread count; PufferLib
+ * sums in float, which differs only by its rounding. */
 static void shoal_ocean_take_log(shoal_range* range, double* stat_sums, uint64_t* episodes) {
     enum { FIELDS = sizeof(Log) / sizeof(float) };
     double sums[FIELDS] = {0};
@@ -232,7 +247,7 @@ static void shoal_ocean_take_log(shoal_range* range, double* stat_sums, uint64_t
     unsigned char* bytes = range->envs;
     for (size_t i = 0; i < range->count; ++i, bytes += range->stride) {
         shoal_ocean_env* w = (shoal_ocean_env*)bytes;
-        if (SHOAL_OCEAN_EPISODE_STEPS(w) == 0) continue;
+        if (!shoal_ocean_initialized(w)) continue;
         float fields[FIELDS];
         memcpy(fields, &w->env.log, sizeof fields);
         for (int k = 0; k < FIELDS; ++k) sums[k] += fields[k];
@@ -241,17 +256,23 @@ static void shoal_ocean_take_log(shoal_range* range, double* stat_sums, uint64_t
         w->seen_n = 0;
         SHOAL_OCEAN_EPISODE_STEPS(w) = 0;
     }
-    if (ended == 0) return;
     float fields[FIELDS];
     for (int k = 0; k < FIELDS; ++k) fields[k] = (float)sums[k];
     Log total;
     memcpy(&total, fields, sizeof total);
-    float stats[SHOAL_MAX_STATS] = {0};
+    float stats[SHOAL_MAX_LOG_STATS] = {0};
     PyObject dict = {.slots = stats, .slot_names = shoal_ocean_stat_names, .count = SHOAL_OCEAN_NUM_STATS};
     my_log(&dict, &total);
     stats[0] = total.n;
     for (int s = 0; s < SHOAL_OCEAN_NUM_STATS; ++s) stat_sums[s] += stats[s];
     *episodes += ended;
+}
+
+/* The agents' terminals after a step as bytes: the env's own row, or its floats converted into shoal's. */
+static inline SHOAL_ALWAYS_INLINE const unsigned char* shoal_ocean_terminals(shoal_ocean_env* w) {
+    if (!SHOAL_OCEAN_FLOAT_TERMINALS) return (const unsigned char*)(const void*)w->env.terminals;
+    for (int a = 0; a < SHOAL_OCEAN_NUM_AGENTS; ++a) w->base.terminals[a] = w->float_terminals[a] != 0.0f;
+    return w->base.terminals;
 }
 
 /* The env's discrete actions as the floats it reads (SHOAL_OCEAN_CONVERT_ACTIONS; else nothing). */
@@ -292,7 +313,8 @@ static SHOAL_OUT_OF_LINE uint64_t shoal_ocean_finish_step(shoal_range* range, si
     const size_t agents = SHOAL_OCEAN_NUM_AGENTS, observation_bytes = SHOAL_OCEAN_OBS_BYTES;
     unsigned char* finals = range->final_observations + i * agents * observation_bytes;
     const unsigned char* observations = (const unsigned char*)w->env.observations;
-    const unsigned char* terminals = (const unsigned char*)w->env.terminals;
+    const unsigned char* terminals =
+        SHOAL_OCEAN_FLOAT_TERMINALS ? w->base.terminals : (const unsigned char*)(const void*)w->env.terminals;
     if (truncated) {
         memset(w->base.truncations, 1, agents);
         memcpy(finals, observations, agents * observation_bytes);
@@ -333,7 +355,7 @@ static inline SHOAL_ALWAYS_INLINE uint64_t shoal_ocean_step_envs(shoal_range* ra
         shoal_ocean_route(w);
         if (!shoal_ocean_c_step(w)) continue;
         /* The env's own pointer to its terminals: the Env's lines are hot, shoal_env's may not be. */
-        const unsigned char* terminals = (const unsigned char*)w->env.terminals;
+        const unsigned char* terminals = shoal_ocean_terminals(w);
         unsigned ended = 0;
         for (size_t a = 0; a < agents; ++a) ended |= terminals[a];
         const int logged = w->env.log.n != w->seen_n;
@@ -379,8 +401,12 @@ static int shoal_ocean_step_callback(void* env) {
      TYPE,                                                                    \
      offsetof(shoal_ocean_env, params) + sizeof(shoal_ocean_value) * (INDEX), \
      DEFAULT,                                                                 \
-     TYPE == SHOAL_PARAM_INT32 ? (double)INT32_MIN : -HUGE_VAL,               \
-     TYPE == SHOAL_PARAM_INT32 ? (double)INT32_MAX : HUGE_VAL,                \
+     TYPE == SHOAL_PARAM_INT32  ? (double)INT32_MIN                           \
+     : TYPE == SHOAL_PARAM_BOOL ? 0.0                                         \
+                                : -HUGE_VAL,                                  \
+     TYPE == SHOAL_PARAM_INT32  ? (double)INT32_MAX                           \
+     : TYPE == SHOAL_PARAM_BOOL ? 1.0                                         \
+                                : HUGE_VAL,                                   \
      "keyword argument of the env's my_init"},
 static const shoal_param shoal_ocean_params[] = {SHOAL_OCEAN_PARAMS(SHOAL_OCEAN_PARAM_ENTRY)};
 

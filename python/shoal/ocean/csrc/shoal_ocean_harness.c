@@ -11,6 +11,9 @@
  *       rewards and terminals to OUT. Built with SHOAL_OCEAN_HARNESS_SHOAL_RAND, rand() draws
  *       from each env's shoal stream (seeded as shoal seeds it), so trajectories compare with
  *       shoal's step for step.
+ *   harness trace ... OUT LOG_INTERVAL LOGS  also runs PufferLib's vec_log after every LOG_INTERVAL-th
+ *       step (every Log summed in float and cleared; if n > 0, divided by n and passed to my_log) and
+ *       writes each report to LOGS as a line "STEP KEY=VALUE ..." (n first, then my_log's keys).
  *   harness bench NUM_ENVS STEPS SEED [ACTIONS]  steps actions drawn in advance (the rows of
  *       ACTIONS in turn, else its own random rows) and prints "<seconds> <agent steps> <cpu seconds>"
  *       (wall time, then the thread's CPU time, which leaves out what other processes took);
@@ -33,12 +36,15 @@
 #include SHOAL_OCEAN_BINDING
 
 #define HARNESS_FLOAT_ACTIONS _Generic((((Env*)0)->actions), float*: 1, default: 0)
+#define HARNESS_FLOAT_TERMINALS _Generic((((Env*)0)->terminals), float*: 1, default: 0)
 #define HARNESS_COUNT(NAME, TYPE, DEFAULT, INDEX) +1
 enum { HARNESS_NUM_PARAMS = 0 SHOAL_OCEAN_PARAMS(HARNESS_COUNT) };
 #define HARNESS_NAME(NAME, TYPE, DEFAULT, INDEX) NAME,
 static const char* const harness_names[] = {SHOAL_OCEAN_PARAMS(HARNESS_NAME)};
-#define HARNESS_VALUE(NAME, TYPE, DEFAULT, INDEX) \
-    (TYPE == SHOAL_PARAM_INT32 ? (double)(int32_t)(DEFAULT) : (double)(float)(DEFAULT)),
+#define HARNESS_VALUE(NAME, TYPE, DEFAULT, INDEX)             \
+    (TYPE == SHOAL_PARAM_FLOAT32   ? (double)(float)(DEFAULT) \
+     : TYPE == SHOAL_PARAM_FLOAT64 ? (double)(DEFAULT)        \
+                                   : (double)(int32_t)(DEFAULT)),
 static const double harness_defaults[] = {SHOAL_OCEAN_PARAMS(HARNESS_VALUE)};
 
 static const int32_t obs_shape[] = SHOAL_OCEAN_OBS_SHAPE;
@@ -48,6 +54,32 @@ static const int32_t action_nvec[] = SHOAL_OCEAN_ACTION_NVEC;
 static shoal_env* shoal_ocean_env_of_rand_state(uint64_t* state) {
     (void)state;
     return NULL;
+}
+
+#define HARNESS_STAT_NAME(NAME) NAME,
+static const char* const harness_stat_names[] = {SHOAL_OCEAN_STATS(HARNESS_STAT_NAME)};
+enum { HARNESS_NUM_STATS = sizeof harness_stat_names / sizeof harness_stat_names[0] };
+
+/* PufferLib's vec_log (env_binding.h), float for float; a report line if n > 0. */
+static void harness_vec_log(Env* envs, long num_envs, long step, FILE* logs) {
+    enum { FIELDS = sizeof(Log) / sizeof(float) };
+    Log aggregate;
+    memset(&aggregate, 0, sizeof aggregate);
+    for (long i = 0; i < num_envs; ++i)
+        for (int j = 0; j < FIELDS; ++j) {
+            ((float*)&aggregate)[j] += ((float*)&envs[i].log)[j];
+            ((float*)&envs[i].log)[j] = 0.0f;
+        }
+    if (aggregate.n == 0.0f) return;
+    const float n = aggregate.n;
+    for (int j = 0; j < FIELDS; ++j) ((float*)&aggregate)[j] /= n;
+    float slots[HARNESS_NUM_STATS] = {0};
+    PyObject dict = {.slots = slots, .slot_names = harness_stat_names, .count = HARNESS_NUM_STATS};
+    my_log(&dict, &aggregate);
+    slots[0] = n;
+    fprintf(logs, "%ld", step);
+    for (int s = 0; s < HARNESS_NUM_STATS; ++s) fprintf(logs, " %s=%.9g", harness_stat_names[s], (double)slots[s]);
+    fputc('\n', logs);
 }
 
 static void die(const char* what) {
@@ -75,7 +107,9 @@ int main(int argc, char** argv) {
     float* float_actions = calloc((size_t)action_count, sizeof(float));
     float* rewards = calloc((size_t)agents, sizeof(float));
     unsigned char* terminals = calloc((size_t)agents, 1);
-    if (!envs || !rand_states || !observations || !int_actions || !float_actions || !rewards || !terminals)
+    float* float_terminals = calloc((size_t)agents, sizeof(float)); /* an env with float* terminals */
+    if (!envs || !rand_states || !observations || !int_actions || !float_actions || !rewards || !terminals ||
+        !float_terminals)
         die("out of memory");
     (void)rand_states;
 
@@ -86,7 +120,10 @@ int main(int argc, char** argv) {
         const long row = i * SHOAL_OCEAN_NUM_AGENTS;
         env->observations = (__typeof__(env->observations))(observations + row * obs_row);
         env->rewards = (__typeof__(env->rewards))(rewards + row);
-        env->terminals = (__typeof__(env->terminals))(terminals + row);
+        if (HARNESS_FLOAT_TERMINALS)
+            env->terminals = (__typeof__(env->terminals))(void*)(float_terminals + row);
+        else
+            env->terminals = (__typeof__(env->terminals))(void*)(terminals + row);
         if (HARNESS_FLOAT_ACTIONS)
             env->actions = (__typeof__(env->actions))(void*)(float_actions + row * SHOAL_OCEAN_ACTION_DIMS);
         else
@@ -118,6 +155,9 @@ int main(int argc, char** argv) {
         FILE* in = fopen(argv[5], "rb");
         FILE* out = fopen(argv[6], "wb");
         if (!in || !out) die("cannot open ACTIONS or OUT");
+        const long log_interval = argc > 8 ? atol(argv[7]) : 0;
+        FILE* logs = log_interval > 0 ? fopen(argv[8], "w") : NULL;
+        if (log_interval > 0 && !logs) die("cannot open LOGS");
         fwrite(observations, obs_row, (size_t)agents, out);
         for (long t = 0; t < steps; ++t) {
             if (box) {
@@ -137,8 +177,12 @@ int main(int argc, char** argv) {
             }
             fwrite(observations, obs_row, (size_t)agents, out);
             fwrite(rewards, sizeof(float), (size_t)agents, out);
+            if (HARNESS_FLOAT_TERMINALS)
+                for (long a = 0; a < agents; ++a) terminals[a] = float_terminals[a] != 0.0f;
             fwrite(terminals, 1, (size_t)agents, out);
+            if (logs && (t + 1) % log_interval == 0) harness_vec_log(envs, num_envs, t, logs);
         }
+        if (logs) fclose(logs);
         fclose(in);
         fclose(out);
         return 0;
