@@ -2,6 +2,11 @@
 stand-in policy, a competing process, and EnvPool (if installed) — in one run, methodology of seed 001.
 
     python bench/bench_native.py [--repeats 5] [--markdown bench/results/native.md]
+    python bench/bench_native.py --compare-wait-layers [--repeats 9]
+
+--compare-wait-layers measures only cartpole 4096 at T=2 on two builds of the same sources, made
+here with pip into build/bench-native/wait-<layer>: the default (futex on Linux) and the portable
+waiting layer (SHOAL_PORTABLE_WAIT=ON). Each sample is one fresh process; the two alternate.
 
 Ratios are against T=0 (the caller steps every env itself, no pool) and against the **limit**: the
 env's own callbacks in a bare C loop (bench/native/limit.c: same-step reset, the time limit, actions
@@ -16,8 +21,10 @@ from __future__ import annotations
 import argparse
 import ctypes
 import functools
+import os
 import statistics
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -185,13 +192,77 @@ def fork_join_ns(threads: int, repeats: int) -> list[float]:
     return [_native.measure_fork_join_ns(threads, 200_000) for _ in range(repeats)]
 
 
+# One sample of one build, in a fresh process: the build's directory goes first on sys.path, and an
+# editable install's import hook (which would take precedence over sys.path) is dropped.
+WAIT_LAYER_SAMPLE = """
+import configparser, sys
+from pathlib import Path
+sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != "ScikitBuildRedirectingFinder"]
+sys.path.insert(0, sys.argv[1])
+from shoal import _native, benchmark
+from shoal.envs import CartPole
+from shoal.vector import make
+config = configparser.ConfigParser()
+config.read(Path(_native.__file__).parent / "native_build.ini")
+case = benchmark.Case("cartpole 4096 T=2", lambda: make(CartPole, backend="Multithreading", num_envs=4096,
+                      max_num_threads=2), int(sys.argv[2]))
+benchmark.run_cases([case], 1, log=lambda line: None)
+print(config["native"]["wait_layer"], case.samples[0])
+"""
+
+
+def wait_layer_builds() -> dict[str, Path]:
+    """The default and the portable-wait build of these sources, each pip-installed into its own folder."""
+    builds = {}
+    for layer, define in (("default", "OFF"), ("portable", "ON")):
+        target = BUILD / f"wait-{layer}"
+        if not (target / "shoal").is_dir():
+            subprocess.run(
+                [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target), str(ROOT),
+                 f"-Ccmake.define.SHOAL_PORTABLE_WAIT={define}", f"-Cbuild-dir={BUILD / f'wait-{layer}-build'}"],
+                check=True,
+            )  # fmt: skip
+        builds[layer] = target
+    return builds
+
+
+def compare_wait_layers(repeats: int, agent_steps: int) -> None:
+    samples: dict[str, list[float]] = {}
+    for r in range(repeats):
+        for build in wait_layer_builds().values():
+            result = subprocess.run(
+                [sys.executable, "-c", WAIT_LAYER_SAMPLE, str(build), str(agent_steps)],
+                check=True,
+                capture_output=True,
+                text=True,
+                env={**os.environ, "PYTHONPATH": ""},
+            )
+            layer, sps = result.stdout.split()
+            samples.setdefault(layer, []).append(float(sps))
+            print(f"  repeat {r + 1}/{repeats}  cartpole 4096 T=2, {layer:<10} {float(sps):>14,.0f} SPS")
+    medians = {layer: statistics.median(values) for layer, values in samples.items()}
+    for layer, values in samples.items():
+        print(
+            f"{layer:<10} median {medians[layer]:>14,.0f} SPS  spread {(max(values) - min(values)) / medians[layer]:.1%}"
+        )
+    if "portable" in medians and len(medians) == 2:
+        (other,) = set(medians) - {"portable"}
+        print(f"portable / {other}: {medians['portable'] / medians[other]:.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--scale", type=float, default=1.0, help="multiplies every agent-step budget")
     parser.add_argument("--markdown", help="write the result tables to this file")
+    parser.add_argument(
+        "--compare-wait-layers", action="store_true", help="only cartpole 4096 T=2: portable-wait vs default build"
+    )
     args = parser.parse_args()
     steps = lambda n: int(n * args.scale)  # noqa: E731
+    if args.compare_wait_layers:
+        compare_wait_layers(args.repeats, steps(40e6))
+        return
 
     RandomWalk = template_env()
     template_title = "template env (examples/custom_env random_walk, built as a third-party env), 4096 envs"

@@ -1,3 +1,4 @@
+import faulthandler
 import os
 import signal
 
@@ -19,6 +20,10 @@ def time_limit():
     """Fails the test (instead of hanging CI) if it runs longer than the given seconds."""
 
     def arm(seconds: int):
+        if not hasattr(signal, "SIGALRM"):  # Windows: no alarm; a hang ends the run, with tracebacks
+            faulthandler.dump_traceback_later(seconds, exit=True)
+            return
+
         def expire(signum, frame):
             raise TimeoutError(f"test exceeded its {seconds} s time limit")
 
@@ -26,4 +31,7 @@ def time_limit():
         signal.alarm(seconds)
 
     yield arm
-    signal.alarm(0)
+    if hasattr(signal, "SIGALRM"):
+        signal.alarm(0)
+    else:
+        faulthandler.cancel_dump_traceback_later()

@@ -1,5 +1,7 @@
 """Native envs: parity across every backend and thread count, SDK contracts, errors."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -276,6 +278,7 @@ def test_spec_pickles_for_spawned_processes():
 # ---- fork() with a pipelined Multithreading vector (issue 13, defect 2) ------------------------------
 
 FORK_TIMEOUT_S = 20
+needs_fork = pytest.mark.skipif(not hasattr(os, "fork"), reason="this OS has no fork()")
 
 
 def run_in_forked_child(scenario) -> tuple[int, str]:
@@ -322,6 +325,7 @@ def pipelined(env=CartPole, **env_kwargs):
     return make(env, backend="Multithreading", num_envs=8, batch_size=4, max_num_threads=2, env_kwargs=env_kwargs)
 
 
+@needs_fork
 def test_forked_child_closes_and_uses_an_idle_pipelined_vector():
     import gc
 
@@ -352,6 +356,7 @@ def test_forked_child_closes_and_uses_an_idle_pipelined_vector():
         vecenv.close()
 
 
+@needs_fork
 def test_forked_child_gets_an_error_for_a_step_in_flight_not_a_hang():
     # A Deep step of 4 envs at this work takes ~40 ms: the step is still in flight when fork() returns.
     vecenv = pipelined(Deep, work=10_000_000)

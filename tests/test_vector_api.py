@@ -237,7 +237,7 @@ def test_overwork_allows_more_workers_than_cores():
 def test_version_has_one_source():
     from pathlib import Path
 
-    import tomllib
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 
     pyproject = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
     assert shoal.__version__ == pyproject["project"]["version"]

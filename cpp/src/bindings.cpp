@@ -1,6 +1,5 @@
 // shoal._native (with python_steps.cpp, the only files that include pybind11): converts, validates once,
 // releases the GIL.
-#include <dlfcn.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -19,6 +18,7 @@
 #include "shoal/errors.hpp"
 #include "shoal/interrupt.hpp"
 #include "shoal/pipeline.hpp"
+#include "shoal/platform/library.hpp"
 #include "shoal/pool.hpp"
 #include "shoal/pool_probe.hpp"
 #include "shoal/rng.h"
@@ -82,10 +82,11 @@ std::vector<std::string> bundled_names() {
 }
 
 Spec load_spec(const std::string& path, const std::string& name) {
-    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle) throw UsageError("cannot load native env library '" + path + "': " + dlerror());
+    std::string why;
+    void* handle = shoal::platform::open_library(path, &why);
+    if (!handle) throw UsageError("cannot load native env library '" + path + "': " + why);
     const std::string symbol = "shoal_env_spec_" + name;
-    auto get = reinterpret_cast<const shoal_env_spec* (*)()>(dlsym(handle, symbol.c_str()));
+    auto get = reinterpret_cast<const shoal_env_spec* (*)()>(shoal::platform::find_symbol(handle, symbol.c_str()));
     if (!get)
         throw UsageError("'" + path + "' does not export " + symbol + "(); did the env use SHOAL_EXPORT_ENV(" + name +
                          ", ...)?");

@@ -1,10 +1,14 @@
 // cpp/tests/test_support.hpp — what the native tests share: failure counting, owned buffers and
-// reaping a fork()ed child (with TSan allowed to run threads in it).
+// reaping a fork()ed child (with TSan allowed to run threads in it). Windows has no fork(): there
+// SHOAL_TEST_HAS_FORK is not defined and the fork checks are left out (they say so).
 #pragma once
 
+#if !defined(_WIN32)
+#define SHOAL_TEST_HAS_FORK 1
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#endif
 
 #include <chrono>
 
@@ -35,6 +39,7 @@ extern "C" const char* __tsan_default_options() {
 
 namespace shoal_test {
 
+#if defined(SHOAL_TEST_HAS_FORK)
 /// Waits up to `seconds` for a fork()ed child, killing it after that; "" if it exited with 0, else
 /// what happened instead.
 inline std::string reap_child(pid_t child, int seconds) {
@@ -52,6 +57,7 @@ inline std::string reap_child(pid_t child, int seconds) {
         return "child did not exit 0 (status " + std::to_string(status) + ")";
     return "";
 }
+#endif
 
 /// Failures recorded by check(); a test's main returns non-zero if any.
 inline int failures = 0;

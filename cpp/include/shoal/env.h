@@ -53,21 +53,38 @@
 #define SHOAL_THREAD_LOCAL _Thread_local
 #define SHOAL_ALIGNOF(T) _Alignof(T)
 #endif
+/* Per compiler and object format: ELF/Mach-O export by visibility, PE (MSVC and MinGW) by dllexport;
+ * MSVC spells the other attributes its own way or has none (then they are left out). */
+#if defined(_WIN32)
+#define SHOAL_VISIBLE __declspec(dllexport)
+#else
 #define SHOAL_VISIBLE __attribute__((visibility("default")))
+#endif
+#if defined(_MSC_VER) && !defined(__clang__)
+#define SHOAL_UNUSED
+#define SHOAL_FLATTEN
+#define SHOAL_ALWAYS_INLINE __forceinline
+#define SHOAL_OUT_OF_LINE __declspec(noinline)
+#else
 #define SHOAL_UNUSED __attribute__((unused))
 /* Inlines every call in a function's body (the step loop then calls step and reset directly). */
 #define SHOAL_FLATTEN __attribute__((flatten))
 #define SHOAL_ALWAYS_INLINE __attribute__((always_inline))
-/* An env's thread-locals as one %fs-relative access (initial-exec) rather than a __tls_get_addr
- * call per access, which a module compiled with -fPIC gets by default: the rand() route is set once
- * per env step and read by every rand(). Costs the few bytes in glibc's static TLS reserve for
- * dlopen()ed modules. */
-#define SHOAL_TLS_ONE_LOAD __attribute__((tls_model("initial-exec")))
 /* Rare work kept out of a flattened loop, whose registers would otherwise spill in the hot path.
  * `hot`: GCC guesses a function called only from an unlikely branch is cold and optimises it for
  * size, turning its small memcpy/memset into `rep movsb`/`rep stosd`, which cost ~40 ns each here
  * (the template env ran at 0.51x its limit because of it). */
 #define SHOAL_OUT_OF_LINE __attribute__((noinline, hot))
+#endif
+/* An env's thread-locals as one %fs-relative access (initial-exec) rather than a __tls_get_addr
+ * call per access, which a module compiled with -fPIC gets by default: the rand() route is set once
+ * per env step and read by every rand(). Costs the few bytes in glibc's static TLS reserve for
+ * dlopen()ed modules. ELF only: PE and Mach-O thread-locals have no such models. */
+#if defined(__ELF__)
+#define SHOAL_TLS_ONE_LOAD __attribute__((tls_model("initial-exec")))
+#else
+#define SHOAL_TLS_ONE_LOAD
+#endif
 
 #ifdef __cplusplus
 extern "C" {

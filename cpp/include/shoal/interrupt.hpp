@@ -17,14 +17,13 @@
 // callback: an env whose single step outlasts that delays the stop by that step.
 #pragma once
 
-#include <pthread.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 
 #include "shoal/detail/sync.hpp"
+#include "shoal/platform/threads.hpp"
 
 namespace shoal {
 
@@ -95,7 +94,7 @@ public:
     /// Before a step, on the owner's thread; `poll` lives until finish().
     void start(StopPoll& poll) noexcept {
         poll_ = &poll;
-        owner_ = pthread_self();
+        owner_ = platform::current_thread();
         paced_ = piece_envs_.load(std::memory_order_relaxed) < num_envs_;
         measured_ = paced_ || ++unpaced_steps_ % kFastStepsPerCheck == 0;
         if (measured_) start_ns_ = last_ns_ = detail::now_ns();
@@ -110,7 +109,7 @@ public:
             if (!stop_.requested()) step(begin, end);
             return;
         }
-        const bool owner = pthread_equal(pthread_self(), owner_);
+        const bool owner = platform::same_thread(platform::current_thread(), owner_);
         size_t piece = piece_envs_.load(std::memory_order_relaxed);
         for (size_t first = begin; first < end && !stop_.requested();) {
             const size_t last = std::min(end, first + piece);
@@ -154,7 +153,7 @@ private:
     std::atomic<size_t> piece_envs_{1};
     // Written by the owner between rounds (start), read by the round's bodies.
     bool paced_ = true;
-    pthread_t owner_{};
+    platform::ThreadId owner_{};
     StopPoll* poll_ = nullptr;
     // The owner's alone.
     bool measured_ = false;

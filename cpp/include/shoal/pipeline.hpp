@@ -284,7 +284,7 @@ private:
     void await_chunks(const Job& job) noexcept {
         for (unsigned i = 1; job.chunks_done.load(std::memory_order_acquire) != job.num_chunks; ++i) {
             if (i % kAwaitYieldEvery == 0)
-                sched_yield();  // the caller lost its CPU mid-chunk: lend ours
+                platform::yield_cpu();  // the caller lost its CPU mid-chunk: lend ours
             else
                 detail::cpu_relax();
         }

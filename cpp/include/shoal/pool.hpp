@@ -2,12 +2,12 @@
 //
 // One round = run(num_items, body, context): the items [0, num_items) are split into chunks, the
 // calling thread and the workers claim chunks and call body(context, begin, end) on them, and run()
-// returns once every item is done. Header-only C++20, Linux (pthreads + futex), no Python.
+// returns once every item is done. Header-only C++20, no Python; the OS calls are in shoal/platform/.
 //
 // The moving parts (each concurrency rule is argued in full next to the code relying on it):
 //   - Publication: the caller writes the round descriptor under a sequence number (seqlock), then
-//     bumps the futex word `gen`. Workers spin on `gen`, then sleep on it (FUTEX_WAIT); the caller
-//     issues FUTEX_WAKE only when the sleep counter says somebody went to sleep.
+//     bumps the wait word `gen`. Workers spin on `gen`, then sleep on it (platform::wait); the
+//     caller calls platform::wake_all only when the sleep counter says somebody went to sleep.
 //   - Claiming: every chunk is claimed with one CAS on a claim word (detail/sync.hpp) that carries
 //     the round tag and the range of unclaimed chunks. The first participant to touch a slice in a
 //     round initialises its word in the same CAS, so publishing does not write the workers' lines.
@@ -22,9 +22,6 @@
 //   - fork(): a pool used in a forked child notices (ForkEpoch) that its threads are gone, forgets
 //     their handles (never joins them) and starts new ones.
 #pragma once
-
-#include <pthread.h>
-#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -67,22 +64,22 @@ struct PoolOptions {
 
 /// The fields of PoolStats, written once: X(type, name, description). Totals count since the
 /// workers were (re)started; gauges describe the moment. The bindings export every field by name.
-#define SHOAL_POOL_STATS(X)                                                                      \
-    X(uint64_t, rounds, "run() calls with num_items > 0")                                        \
-    X(uint64_t, chunks_by_caller, "chunks executed by the calling thread")                       \
-    X(uint64_t, chunks_by_workers, "chunks executed by worker threads")                          \
-    X(uint64_t, worker_sleeps, "times a worker's spin budget ran out and it slept on the futex") \
-    X(uint64_t, worker_wakeups, "futex sleeps that ended with a new round")                      \
-    X(uint64_t, spin_hits, "rounds that found a worker spinning (no syscall involved)")          \
-    X(uint64_t, futex_wakes, "FUTEX_WAKE syscalls issued by the caller")                         \
-    X(uint64_t, preemptions, "times a spinning worker noticed it had been descheduled")          \
-    X(uint64_t, parks, "times a worker parked (stopped awaiting rounds for a while)")            \
-    X(uint64_t, late_arrivals, "rounds in which a worker found its own slice already taken")     \
-    X(uint64_t, steals, "static chunks taken from another participant's slice")                  \
-    X(uint64_t, caller_yields, "sched_yield calls by the caller while joining")                  \
-    X(uint64_t, caller_wait_ns, "time the caller spent waiting for chunks in progress")          \
-    X(uint64_t, mean_spin_budget_ns, "gauge: mean current spin budget of the workers")           \
-    X(unsigned, parked_workers, "gauge: workers parked right now")                               \
+#define SHOAL_POOL_STATS(X)                                                                          \
+    X(uint64_t, rounds, "run() calls with num_items > 0")                                            \
+    X(uint64_t, chunks_by_caller, "chunks executed by the calling thread")                           \
+    X(uint64_t, chunks_by_workers, "chunks executed by worker threads")                              \
+    X(uint64_t, worker_sleeps, "times a worker's spin budget ran out and it slept on its wait word") \
+    X(uint64_t, worker_wakeups, "sleeps on the wait word that ended with a new round")               \
+    X(uint64_t, spin_hits, "rounds that found a worker spinning (no syscall involved)")              \
+    X(uint64_t, futex_wakes, "wake-ups of sleeping workers (OS calls) issued by the caller")         \
+    X(uint64_t, preemptions, "times a spinning worker noticed it had been descheduled")              \
+    X(uint64_t, parks, "times a worker parked (stopped awaiting rounds for a while)")                \
+    X(uint64_t, late_arrivals, "rounds in which a worker found its own slice already taken")         \
+    X(uint64_t, steals, "static chunks taken from another participant's slice")                      \
+    X(uint64_t, caller_yields, "sched_yield calls by the caller while joining")                      \
+    X(uint64_t, caller_wait_ns, "time the caller spent waiting for chunks in progress")              \
+    X(uint64_t, mean_spin_budget_ns, "gauge: mean current spin budget of the workers")               \
+    X(unsigned, parked_workers, "gauge: workers parked right now")                                   \
     X(unsigned, active_limit, "gauge: workers allowed to be active (spin tokens)")
 
 /// Counters for tuning (see SHOAL_POOL_STATS).
@@ -284,14 +281,14 @@ private:
     //
     // Rule (no lost wake-up). The caller does:  gen.store(g + 1, seq_cst);
     //                                           n = sleep_requests.load(seq_cst);
-    //                                           if (n != requests_seen) FUTEX_WAKE(gen, all)
+    //                                           if (n != requests_seen) wake_all(gen)
     // A worker about to sleep does:             sleep_requests.fetch_add(1, seq_cst);
-    //                                           while (gen.load(seq_cst) == g) FUTEX_WAIT(gen, g)
+    //                                           while (gen.load(seq_cst) == g) wait(gen, g)
     // All four are seq_cst, so they sit in one total order S. If the worker's load of `gen` misses
     // the new value, that load precedes the caller's store in S, hence so does the worker's
     // increment, hence the caller's later load of `sleep_requests` sees a count it has not served
-    // and it calls FUTEX_WAKE. The kernel compares *gen with g atomically with queueing the waiter,
-    // so a wake that lands before the worker is queued makes FUTEX_WAIT return at once (EAGAIN)
+    // and it calls wake_all. The wait layer compares *gen with g atomically with queueing the waiter
+    // (platform/wait.hpp), so a wake that lands before the worker is queued makes wait return at once
     // instead of being lost. A wake wakes every waiter, so each request needs serving only once:
     // a woken worker that goes back to sleep makes a new request. When nobody went to sleep the
     // caller pays one plain load and no syscall; a sleeper costs one syscall, not one per round
@@ -309,7 +306,7 @@ private:
     // is sequenced before its release store of seq = 2r; a worker's acquire load of seq orders its
     // chunks after it. A worker's chunks are ordered before its release fetch_add on
     // `worker_items_`, which the caller's acquire load in join() reads. These atomics are what TSan
-    // sees; the futex and the spinning only tell a worker *when* to look.
+    // sees; the wait word and the spinning only tell a worker *when* to look.
     //
     // Rule (late workers and claims). A worker may validate round r and then be descheduled for
     // arbitrarily long while the caller finishes r and publishes later rounds. It can still only
@@ -353,7 +350,7 @@ private:
         const uint32_t requests = sleep_requests_.load(std::memory_order_seq_cst);
         if (requests != requests_served_) {
             requests_served_ = requests;
-            detail::futex_wake_all(&job_.gen);
+            platform::wake_all(&job_.gen);
             detail::bump(caller_.futex_wakes);
         }
         return round;
@@ -457,7 +454,7 @@ private:
                 detail::cpu_relax();
             } else {
                 // A chunk in progress whose thread lost its CPU: lend ours instead of spinning.
-                sched_yield();
+                platform::yield_cpu();
                 ++yields;
             }
         }
@@ -488,7 +485,7 @@ private:
             if (!read_round(round) || round.tag == w.last_tag) continue;
             w.last_tag = round.tag;
             // Start pulling the join counter's line now; the body runs while it travels.
-            __builtin_prefetch(&worker_items_, 1);
+            platform::prefetch_for_write(&worker_items_);
             const uint64_t started = detail::now_ns();
             Participation mine;
             participate(round, participant, mine);
@@ -555,15 +552,12 @@ private:
         detail::bump(w.parks);
         w.parked_gauge.store(true, std::memory_order_relaxed);
         // Same pattern as `gen`/`sleep_requests`: stop_workers() stores `stop_`, then bumps
-        // `park_word_` (both seq_cst), so either we see `stop_` or FUTEX_WAIT sees a changed word.
+        // `park_word_` (both seq_cst), so either we see `stop_` or the wait sees a changed word.
         const uint32_t word = park_word_.load(std::memory_order_seq_cst);
         while (!stop_.load(std::memory_order_seq_cst)) {
             const uint64_t now = detail::now_ns();
             if (now >= until_ns) break;
-            const uint64_t left = until_ns - now;
-            const timespec timeout{static_cast<time_t>(left / 1'000'000'000u),
-                                   static_cast<long>(left % 1'000'000'000u)};
-            detail::futex_wait(&park_word_, word, &timeout);
+            platform::wait_for(&park_word_, word, until_ns - now);
             if (park_word_.load(std::memory_order_seq_cst) != word) break;
         }
         w.parked_gauge.store(false, std::memory_order_relaxed);
@@ -609,7 +603,7 @@ private:
         detail::bump(w.sleeps);
         sleep_requests_.fetch_add(1, std::memory_order_seq_cst);
         uint32_t gen;
-        while ((gen = job_.gen.load(std::memory_order_seq_cst)) == seen) detail::futex_wait(&job_.gen, seen);
+        while ((gen = job_.gen.load(std::memory_order_seq_cst)) == seen) platform::wait(&job_.gen, seen);
         detail::bump(w.wakeups);
         w.waiting.woken = true;
         w.waiting.rebase_cpu_clock();
@@ -647,15 +641,13 @@ private:
 
     // ---- thread management ---------------------------------------------------------------------
 
+    /// Pins worker i (or lets it run anywhere allowed again); a no-op where the OS cannot pin.
     void apply_affinity(unsigned i) noexcept {
-        cpu_set_t set;
-        CPU_ZERO(&set);
         if (options_.pin_threads) {
-            CPU_SET(cpus_[(i + 1) % cpus_.size()], &set);
+            platform::set_affinity(workers_[i].thread.native(), {cpus_[(i + 1) % cpus_.size()]});
         } else {
-            for (int cpu : cpus_) CPU_SET(cpu, &set);
+            platform::set_affinity(workers_[i].thread.native(), cpus_);
         }
-        pthread_setaffinity_np(workers_[i].thread.handle(), sizeof(set), &set);
     }
 
     void start_workers(unsigned num_threads) {
@@ -670,18 +662,13 @@ private:
         slots_ = std::make_unique<ClaimSlot[]>(num_threads + 1);
         workers_ = std::make_unique<WorkerState[]>(num_threads);
         const uint32_t gen = job_.gen.load(std::memory_order_relaxed);
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
+        size_t extra_stack = 0;
 #if defined(SHOAL_POOL_TSAN)
         // TSan keeps the parent's threads in its registry after fork(), and glibc would give the
         // child's new threads the cached stacks - hence the pthread_t values - of those dead
         // threads, which TSan rejects as duplicates. Stacks larger than any cached one get fresh
         // addresses.
-        if (epoch_.value() != 0) {
-            size_t stack = 0;
-            pthread_attr_getstacksize(&attr, &stack);
-            pthread_attr_setstacksize(&attr, 2 * stack + epoch_.value() * 65536);
-        }
+        extra_stack = static_cast<size_t>(epoch_.value()) * 65536;
 #endif
         try {
             for (unsigned i = 0; i < num_threads; ++i) {
@@ -690,29 +677,27 @@ private:
                 w.index = i;
                 w.start_gen = gen;
                 w.last_tag = round_ & detail::kTagMask;
-                w.thread.start(&WorkerPool::worker_entry, &w, &attr);
+                w.thread.start(&WorkerPool::worker_entry, &w, extra_stack);
                 ++num_threads_;
                 if (options_.pin_threads) apply_affinity(i);
             }
         } catch (...) {
-            pthread_attr_destroy(&attr);
             stop_workers();
             throw;
         }
-        pthread_attr_destroy(&attr);
         // Return only once every thread runs our code: thread start-up (in libc or a sanitizer
         // runtime) may hold allocator locks, and a fork() in that window would leave them locked in
         // the child. Afterwards the workers never allocate.
-        while (started_.load(std::memory_order_acquire) != num_threads_) sched_yield();
+        while (started_.load(std::memory_order_acquire) != num_threads_) platform::yield_cpu();
     }
 
     void stop_workers() noexcept {
         if (num_threads_ != 0 && !epoch_.forked()) {
             stop_.store(true, std::memory_order_seq_cst);
             job_.gen.fetch_add(1, std::memory_order_seq_cst);
-            detail::futex_wake_all(&job_.gen);
+            platform::wake_all(&job_.gen);
             park_word_.fetch_add(1, std::memory_order_seq_cst);
-            detail::futex_wake_all(&park_word_);
+            platform::wake_all(&park_word_);
             for (unsigned i = 0; i < num_threads_; ++i) workers_[i].thread.join();
         }
         // In a forked child the threads do not exist: Thread forgets their handles, never joins.
@@ -738,7 +723,7 @@ private:
 
     /// The round descriptor: written by the caller once per round, read by every worker.
     struct alignas(detail::kCacheLine) Job {
-        std::atomic<uint32_t> gen{0};  // futex word: bumped once per round and on stop
+        std::atomic<uint32_t> gen{0};  // wait word: bumped once per round and on stop
         std::atomic<Schedule> schedule{Schedule::Static};
         std::atomic<uint64_t> seq{0};  // seqlock: 2r while round r is published, odd while writing
         std::atomic<Body> body{nullptr};

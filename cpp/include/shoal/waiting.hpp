@@ -2,8 +2,8 @@
 //
 // Between rounds a worker is in one of three states:
 //   spinning - polls the round word with cpu_relax; the caller needs no syscall; costs a CPU.
-//   sleeping - FUTEX_WAIT on the round word after a sleep request; the caller wakes it next round.
-//   parked   - timed FUTEX_WAIT on a park word; the caller neither wakes nor waits for it (it just
+//   sleeping - waits (platform::wait) on the round word after a sleep request; the caller wakes it next round.
+//   parked   - timed wait on a park word; the caller neither wakes nor waits for it (it just
 //              runs the parked worker's chunks itself). For when awaiting rounds does not pay.
 //
 // Spin tokens: at most active_limit workers (default: allowed CPUs - 1; the caller is the other
@@ -25,7 +25,7 @@
 // wall time with the thread's CPU time (one syscall, only then): a worker descheduled in the middle
 // of a chunk made the caller wait for it. Either way the worker returns its token and parks for
 // kParkBaseNs << (level - 1) (level + 1 per detection, at most kMaxParkLevel); every kParkDecayNs
-// of contention-free activity lowers the level. kUselessWakeLimit futex wakes in a row that found no
+// of contention-free activity lowers the level. kUselessWakeLimit wake-ups in a row that found no
 // chunk left (the caller finished alone) park it for kUselessWakeParkNs, so the caller stops paying
 // a syscall per round for nothing. The caller's own evidence (it lost kPreemptNs of a round to
 // descheduling) parks every worker with the caller's backoff level.
@@ -50,7 +50,7 @@ inline constexpr uint64_t kParkBaseNs = 2'000'000;          ///< first contentio
 inline constexpr unsigned kMaxParkLevel = 8;                ///< backoff tops out at kParkBaseNs << 7 = 256 ms
 inline constexpr uint64_t kParkDecayNs = 100'000'000;       ///< contention-free time per level decay
 inline constexpr uint64_t kTokenRetryNs = 10'000'000;       ///< how often a worker without token looks again
-inline constexpr uint64_t kUselessWakeParkNs = 20'000'000;  ///< park after futex wakes that found no work
+inline constexpr uint64_t kUselessWakeParkNs = 20'000'000;  ///< park after wake-ups that found no work
 inline constexpr unsigned kUselessWakeLimit = 4;            ///< ... this many in a row
 inline constexpr unsigned kClockCheckEvery = 32;            ///< pause iterations between clock reads
 // The pool's caller joining a round.
@@ -92,7 +92,7 @@ struct WorkerWaiting {
     uint64_t park_until_ns = 0;
     Backoff backoff;
     unsigned useless_wakes = 0;
-    bool woken = false;  // the last wait ended in a futex wake-up
+    bool woken = false;  // the last wait ended in a wake-up of a sleep
 
     /// Learns from the gap between two rounds; returns the new spin budget.
     uint64_t learn_gap(uint64_t gap_ns) noexcept {
@@ -125,7 +125,7 @@ struct WorkerWaiting {
         return wall > used + kPreemptNs;
     }
 
-    /// After a round that a futex wake brought: parks after kUselessWakeLimit wakes for nothing.
+    /// After a round that a wake-up brought: parks after kUselessWakeLimit wakes for nothing.
     void note_wake_outcome(bool found_work) noexcept {
         if (!woken) return;
         if (found_work) {

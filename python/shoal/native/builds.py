@@ -17,6 +17,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -32,11 +33,19 @@ KEY_CHARS = 24
 
 
 def cache_dir() -> Path:
-    """shoal's cache: $SHOAL_CACHE_DIR, else $XDG_CACHE_HOME/shoal, else ~/.cache/shoal."""
+    """shoal's cache: $SHOAL_CACHE_DIR, else the OS's user cache folder: Windows
+    %LOCALAPPDATA%\\shoal\\Cache; elsewhere $XDG_CACHE_HOME/shoal if set, else macOS
+    ~/Library/Caches/shoal and other systems ~/.cache/shoal (platformdirs' folders, without the dependency)."""
     if os.environ.get("SHOAL_CACHE_DIR"):
         return Path(os.environ["SHOAL_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "shoal"
+    if sys.platform == "win32":
+        local = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
+        return Path(local) / "shoal" / "Cache"
+    if os.environ.get("XDG_CACHE_HOME"):
+        return Path(os.environ["XDG_CACHE_HOME"]) / "shoal"
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "shoal"
+    return Path.home() / ".cache" / "shoal"
 
 
 def compiler() -> str:

@@ -3,79 +3,33 @@
 //   kCacheLine            the one cache-line size of the core (padding, env alignment, Python)
 //   cpu_relax             one pause of a spin loop
 //   now_ns, thread_cpu_ns monotonic wall time and the calling thread's CPU time
-//   futex_wait/wake_all   sleeping on a 32-bit word (Linux futex, process-private)
 //   Doorbell              a word one side advances and the other sleeps on, without lost wake-ups
 //   bump                  an increment of a counter that only one thread writes
 //   claim                 claiming chunks of a round from a tagged claim word with one CAS
 //   ForkEpoch             telling a forked child from the process that started the threads
-//   SignalsBlocked        starting threads that never take asynchronous signals
-//   Thread                a pthread that a forked child forgets instead of joining
+//   Thread                a native thread, started with asynchronous signals blocked, that a forked
+//                         child forgets instead of joining
+// The OS calls behind them (waiting on a word, clocks, threads, fork) are in shoal/platform/.
 #pragma once
-
-#include <linux/futex.h>
-#include <pthread.h>
-#include <signal.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <climits>
 #include <cstddef>
 #include <cstdint>
-#include <system_error>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#endif
+#include "shoal/platform/clock.hpp"
+#include "shoal/platform/cpu.hpp"
+#include "shoal/platform/threads.hpp"
+#include "shoal/platform/wait.hpp"
 
 namespace shoal::detail {
 
 /// Bytes per cache line: the unit of padding between threads' data and of env alignment.
 inline constexpr size_t kCacheLine = 64;
 
-/// One pause of a spin loop: lets the sibling hyperthread run and saves power.
-inline void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-    _mm_pause();
-#elif defined(__aarch64__)
-    asm volatile("yield" ::: "memory");
-#else
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-#endif
-}
-
-[[nodiscard]] inline uint64_t clock_ns(clockid_t clock) noexcept {
-    timespec ts;
-    clock_gettime(clock, &ts);
-    return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-/// Monotonic wall time (vDSO, no syscall).
-[[nodiscard]] inline uint64_t now_ns() noexcept {
-    return clock_ns(CLOCK_MONOTONIC);
-}
-
-/// CPU time consumed by the calling thread (a syscall: ~0.3 us; keep it off the hot path).
-[[nodiscard]] inline uint64_t thread_cpu_ns() noexcept {
-    return clock_ns(CLOCK_THREAD_CPUTIME_ID);
-}
-
-// ---- futex ------------------------------------------------------------------------------------
-
-static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t) && std::atomic<uint32_t>::is_always_lock_free,
-              "futex words must be plain 32-bit integers");
-
-/// Blocks while *word == expected (or until the relative timeout, if any); may return spuriously.
-inline void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, const timespec* timeout = nullptr) noexcept {
-    syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT_PRIVATE, expected, timeout, nullptr, 0);
-}
-
-/// Wakes every thread blocked in futex_wait on `word`.
-inline void futex_wake_all(std::atomic<uint32_t>* word) noexcept {
-    syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
-}
+using platform::cpu_relax;
+using platform::now_ns;
+using platform::thread_cpu_ns;
 
 /// Adds to a counter that only one thread writes (others may read it): no read-modify-write needed.
 inline void bump(std::atomic<uint64_t>& counter, uint64_t by = 1) noexcept {
@@ -163,11 +117,11 @@ enum class Take : uint8_t {
 // ---- doorbell ---------------------------------------------------------------------------------
 //
 // Rule (no lost wake-up, doorbell). A sleeper announces itself in `sleeping`, re-reads `word` and
-// only then FUTEX_WAITs on the value it read; the ringer stores `word`, then reads `sleeping`. All
-// four accesses are seq_cst, so they sit in one total order: either the sleeper's read sees the new
-// word, or the ringer's read of the flag follows the announcement and it issues FUTEX_WAKE, which
-// FUTEX_WAIT cannot miss (the kernel rechecks the value atomically with queueing the waiter).
-// std::atomic::wait is not used: libstdc++ 12 lost a notification here under test.
+// only then waits (platform::wait) on the value it read; the ringer stores `word`, then reads
+// `sleeping`. All four accesses are seq_cst, so they sit in one total order: either the sleeper's
+// read sees the new word, or the ringer's read of the flag follows the announcement and it calls
+// platform::wake_all, which the wait cannot miss (every layer rechecks the value atomically with
+// queueing the waiter). std::atomic::wait is not used: libstdc++ 12 lost a notification here under test.
 
 /// A 32-bit word one thread advances and another sleeps on; the ringer makes a syscall only when
 /// the other side sleeps. Word and flag live on their own cache lines.
@@ -178,7 +132,7 @@ struct Doorbell {
     /// Publishes `value` (release, for whatever was written before) and wakes a sleeper.
     void ring(uint32_t value) noexcept {
         word.store(value, std::memory_order_seq_cst);
-        if (sleeping.load(std::memory_order_seq_cst)) futex_wake_all(&word);
+        if (sleeping.load(std::memory_order_seq_cst)) platform::wake_all(&word);
     }
 
     /// Sleeps until done(value of word) holds; the last read of the word is an acquire.
@@ -187,7 +141,7 @@ struct Doorbell {
         while (!done(word.load(std::memory_order_acquire))) {
             sleeping.store(true, std::memory_order_seq_cst);
             const uint32_t seen = word.load(std::memory_order_seq_cst);
-            if (!done(seen)) futex_wait(&word, seen);
+            if (!done(seen)) platform::wait(&word, seen);
             sleeping.store(false, std::memory_order_relaxed);
         }
     }
@@ -198,10 +152,7 @@ struct Doorbell {
         if (done(word.load(std::memory_order_acquire))) return true;
         sleeping.store(true, std::memory_order_seq_cst);
         const uint32_t seen = word.load(std::memory_order_seq_cst);
-        if (!done(seen)) {
-            const timespec timeout{time_t(timeout_ns / 1'000'000'000u), long(timeout_ns % 1'000'000'000u)};
-            futex_wait(&word, seen, &timeout);
-        }
+        if (!done(seen)) platform::wait_for(&word, seen, timeout_ns);
         sleeping.store(false, std::memory_order_relaxed);
         return done(word.load(std::memory_order_acquire));
     }
@@ -222,7 +173,7 @@ public:
     ForkEpoch() noexcept {
         // A function-local static of an inline function is one object per program (or shared
         // object), so the handler is registered once however many translation units include this.
-        static const int registered = pthread_atfork(nullptr, nullptr, &shoal_on_fork_child);
+        static const bool registered = (platform::at_fork_child(&shoal_on_fork_child), true);
         (void)registered;
         record();
     }
@@ -242,25 +193,7 @@ private:
 
 // ---- threads ----------------------------------------------------------------------------------
 
-/// While alive, the calling thread blocks asynchronous signals; threads it creates inherit the mask.
-/// SIGINT and friends belong to Python's main thread; fault signals stay deliverable.
-class SignalsBlocked {
-public:
-    SignalsBlocked() noexcept {
-        sigset_t all;
-        sigfillset(&all);
-        for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGABRT}) sigdelset(&all, sig);
-        pthread_sigmask(SIG_SETMASK, &all, &previous_);
-    }
-    ~SignalsBlocked() { pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
-    SignalsBlocked(const SignalsBlocked&) = delete;
-    SignalsBlocked& operator=(const SignalsBlocked&) = delete;
-
-private:
-    sigset_t previous_;
-};
-
-/// One pthread running `entry(arg)`, with asynchronous signals blocked. In a forked child the
+/// One native thread running `entry(arg)`, with asynchronous signals blocked. In a forked child the
 /// thread does not exist: join() then only forgets the handle (joining it would fail or hang).
 class Thread {
 public:
@@ -269,26 +202,26 @@ public:
     Thread& operator=(const Thread&) = delete;
     ~Thread() { join(); }
 
+    /// `extra_stack_bytes`: see platform::NativeThread::start.
     /// @throws std::system_error if the thread cannot be created.
-    void start(void* (*entry)(void*), void* arg, const pthread_attr_t* attr = nullptr) {
-        SignalsBlocked blocked;
-        const int error = pthread_create(&handle_, attr, entry, arg);
-        if (error != 0) throw std::system_error(error, std::generic_category(), "shoal: pthread_create");
+    void start(void* (*entry)(void*), void* arg, size_t extra_stack_bytes = 0) {
+        [[maybe_unused]] platform::SignalsBlocked blocked;
+        native_.start(entry, arg, extra_stack_bytes);
         epoch_.record();
         running_ = true;
     }
 
     /// Joins the thread (it must be told to stop first); in a forked child, forgets it.
     void join() noexcept {
-        if (running_ && !epoch_.forked()) pthread_join(handle_, nullptr);
+        if (running_ && !epoch_.forked()) native_.join();
         running_ = false;
     }
 
     [[nodiscard]] bool running() const noexcept { return running_; }
-    [[nodiscard]] pthread_t handle() const noexcept { return handle_; }
+    [[nodiscard]] const platform::NativeThread& native() const noexcept { return native_; }
 
 private:
-    pthread_t handle_{};
+    platform::NativeThread native_;
     ForkEpoch epoch_;
     bool running_ = false;
 };
