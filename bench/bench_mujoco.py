@@ -51,7 +51,9 @@ def limit_function(task_id: str):
         command[1:1] = [f'-DSHOAL_LIMIT_SOURCE="{source.name}"', f"-DSHOAL_LIMIT_NAME={task.symbol}"]
         builds.run_compiler(command, stage, f"the C loop of {task_id}", RuntimeError)
 
-    library = ctypes.CDLL(str(builds.cached_build(build_cache_dir(), name, key, f"{name}.so", build) / f"{name}.so"))
+    library = ctypes.CDLL(
+        str(builds.cached_build(build_cache_dir(), name, key, f"{name}.so", build, RuntimeError) / f"{name}.so")
+    )
     function = library.shoal_mujoco_limit_sps
     function.restype = ctypes.c_double
     function.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint64]
