@@ -583,8 +583,7 @@ class Multiprocessing(WorkerBackend):
         """A dead or late worker: WorkerError (the vector closes), or its replacement (restart)."""
         process = self._processes[w]
         if self.on_worker_failure == "raise":
-            # The step in flight is lost with the vector: workers still in it are killed, not awaited.
-            self._pool.kill_now.update([w, *self._busy])
+            self._kill_on_close([w])
             late, pid = reason.startswith(MISSED_DEADLINE), process.pid
             self._fail(
                 lambda: WorkerError(
@@ -628,6 +627,9 @@ class Multiprocessing(WorkerBackend):
         self._worker_infos[w] = [*infos, restart_info(w, envs, self._restarts[w], reason)]
         if in_flight:
             self._batches.completed(w)
+
+    def _kill_on_close(self, workers) -> None:
+        self._pool.kill_now.update(workers)
 
     def _replace(self, w: int) -> None:
         """Kills worker w's process (if alive) and starts a new one on the same shared rows."""
