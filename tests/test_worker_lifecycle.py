@@ -3,8 +3,10 @@ forked child gets APIUsageError and leaves its parent's run untouched), every wa
 (creation included), a deadline's WorkerError is not delayed by the close after it, and a make()
 cut short by Ctrl-C at any point leaves no process, file descriptor or shared memory behind."""
 
+import contextlib
 import functools
 import gc
+import multiprocessing.heap
 import os
 import random
 import signal
@@ -129,11 +131,25 @@ def test_a_deadline_is_not_delayed_by_the_close_after_it(time_limit):
     assert abs(reported - elapsed) < 0.1, (reported, elapsed)
 
 
+def free_heap_arenas() -> set[str]:
+    """Files of the arenas multiprocessing's heap keeps for reuse, every block of them free (it keeps
+    small ones once made; they are multiprocessing's cache, reused by the next vector, not a leak)."""
+    heap = multiprocessing.heap.BufferWrapper._heap
+    return {os.readlink(f"/proc/self/fd/{a.fd}") for a in heap._arenas if not heap._allocated_blocks.get(a)}
+
+
 def resources() -> dict:
-    process = psutil.Process()
-    pid = str(os.getpid())
-    shm = [name for name in os.listdir("/dev/shm") if pid in name] if os.path.isdir("/dev/shm") else []
-    return {"children": len(process.children(recursive=True)), "fds": process.num_fds(), "shm": shm}
+    """Child processes, open file descriptors (but the heap's free arenas) and /dev/shm entries named
+    after this process."""
+    pid, cached = str(os.getpid()), free_heap_arenas()
+    fds = []
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):  # the fd of listdir itself is gone by now
+            target = os.readlink(f"/proc/self/fd/{fd}")
+            if target not in cached:
+                fds.append(target)
+    shm = sorted(name for name in os.listdir("/dev/shm") if pid in name)
+    return {"children": len(psutil.Process().children(recursive=True)), "fds": sorted(fds), "shm": shm}
 
 
 def settled(baseline: dict) -> dict:
@@ -146,6 +162,10 @@ def settled(baseline: dict) -> dict:
         time.sleep(0.1)
 
 
+# A Ctrl-C between a library's open() and its with-block (psutil reading /proc/meminfo) leaves that
+# file to the garbage collector, which closes it with a ResourceWarning: not a leak of shoal's.
+@pytest.mark.filterwarnings("ignore::ResourceWarning", "ignore::pytest.PytestUnraisableExceptionWarning")
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd") or not os.path.isdir("/dev/shm"), reason="Linux only")
 @pytest.mark.parametrize("start_method", ["fork", "spawn"])
 def test_ctrl_c_anywhere_in_make_leaves_nothing_behind(start_method, time_limit):
     time_limit(180)
@@ -173,5 +193,6 @@ def test_ctrl_c_anywhere_in_make_leaves_nothing_behind(start_method, time_limit)
             timer.join()
         if vecenv is not None:
             vecenv.close()
+    vecenv = None  # a closed vector's arrays stay valid, so its shared memory goes with it
     assert cut >= 5, f"only {cut} interrupts landed inside make()"
     assert settled(baseline) == baseline

@@ -278,14 +278,18 @@ class Multiprocessing(WorkerBackend):
         pool = self._pool = ProcessPool(CLOSE)
         self._finalizer = weakref.finalize(self, pool.shutdown)
         self.driver_env = None
+        self._ready: list[int] = []  # internal env counts of the workers that reported ready
         try:
             self._probe_driver(env_creators[0], env_args[0], env_kwargs[0])
             shape = self._env_shape
             nbytes = _carve(None, shape, self.num_agents, self.num_workers)[1]
-            try:
-                pool.raw = context.RawArray(ctypes.c_uint8, max(nbytes, 1))
-            except MemoryError:
-                raise out_of_memory(nbytes, num_envs, "shared memory") from None
+            # The arena is a named file until it is unlinked, and a semaphore too: no Ctrl-C in between.
+            with sigint_held():
+                try:
+                    pool.raw = context.RawArray(ctypes.c_uint8, max(nbytes, 1))
+                except MemoryError:
+                    raise out_of_memory(nbytes, num_envs, "shared memory") from None
+                pool.done_sem = context.Semaphore(0)
             shared = _shared_views(pool.raw, shape, self.num_agents, self.num_workers)
             shared.buf.masks[:] = True
             self.buf = shared.buf
@@ -294,14 +298,12 @@ class Multiprocessing(WorkerBackend):
             self._done_counts = shared.done_counts
             pool.command = self._command
             self._state[:] = IDLE
-            pool.done_sem = context.Semaphore(0)
             self._started = [0.0] * self.num_workers  # when each worker's process was started
             for w in range(self.num_workers):
                 self._start_worker(w)
-            counts = self._ready = []  # internal env counts of the workers that reported ready
             for w in range(self.num_workers):
-                counts.append(self._handshake(w))
-            self._set_internal_envs(counts)
+                self._ready.append(self._handshake(w))
+            self._set_internal_envs(self._ready)
         except BaseException:
             self._abandon_construction()
             raise
@@ -327,14 +329,19 @@ class Multiprocessing(WorkerBackend):
         """make() failed or was interrupted: ready workers are asked to close, the others killed (one
         building its envs would read CLOSE only once done), the driver env closed, nothing kept."""
         with sigint_held():
-            self._pool.kill_now.update(range(len(getattr(self, "_ready", ())), len(self._pool.processes)))
+            self._pool.kill_now.update(range(len(self._ready), len(self._pool.processes)))
             self._finalizer()
             if self.driver_env is not None:
                 BoundedClose("driver env", self.driver_env).wait(CLOSE_TIMEOUT_S)
 
     def _start_worker(self, w: int) -> None:
         """Starts the process of worker w and records it, its pipe's receiving end and its command
-        semaphore as entry w of the pool's lists; a Ctrl-C cannot fall between the start and the record."""
+        semaphore as entry w of the pool's lists. A Ctrl-C is held meanwhile: one between creating a
+        pipe, a semaphore or a process and recording it would leak that one."""
+        with sigint_held():
+            self._start_recorded(w)
+
+    def _start_recorded(self, w: int) -> None:
         context, pool = self._context, self._pool
         receiver, sender = context.Pipe(duplex=False)
         sem = context.Semaphore(0)
@@ -354,20 +361,19 @@ class Multiprocessing(WorkerBackend):
             daemon=True,
             args=(spec, pool.raw, self._payloads[w], sender, sem, pool.done_sem),
         )
-        with sigint_held():
-            try:
-                process.start()
-            finally:
-                sender.close()
-                if process.pid is None:
-                    receiver.close()
-            self._started[w] = time.monotonic()
-            if w < len(pool.processes):
-                pool.processes[w], pool.conns[w], pool.command_sems[w] = process, receiver, sem
-            else:
-                pool.processes.append(process)
-                pool.conns.append(receiver)
-                pool.command_sems.append(sem)
+        try:
+            process.start()
+        finally:
+            sender.close()
+            if process.pid is None:
+                receiver.close()
+        self._started[w] = time.monotonic()
+        if w < len(pool.processes):
+            pool.processes[w], pool.conns[w], pool.command_sems[w] = process, receiver, sem
+        else:
+            pool.processes.append(process)
+            pool.conns.append(receiver)
+            pool.command_sems.append(sem)
 
     def _handshake(self, w: int) -> int:
         """Waits for worker w to build its envs; returns its number of internal envs."""
@@ -577,8 +583,7 @@ class Multiprocessing(WorkerBackend):
         """A dead or late worker: WorkerError (the vector closes), or its replacement (restart)."""
         process = self._processes[w]
         if self.on_worker_failure == "raise":
-            # The step in flight is lost with the vector: workers still in it are killed, not awaited.
-            self._pool.kill_now.update([w, *self._busy])
+            self._kill_on_close([w])
             late, pid = reason.startswith(MISSED_DEADLINE), process.pid
             self._fail(
                 lambda: WorkerError(
@@ -622,6 +627,9 @@ class Multiprocessing(WorkerBackend):
         self._worker_infos[w] = [*infos, restart_info(w, envs, self._restarts[w], reason)]
         if in_flight:
             self._batches.completed(w)
+
+    def _kill_on_close(self, workers) -> None:
+        self._pool.kill_now.update(workers)
 
     def _replace(self, w: int) -> None:
         """Kills worker w's process (if alive) and starts a new one on the same shared rows."""

@@ -434,9 +434,7 @@ class Ray(WorkerBackend):
         if self._order.closed:
             raise self._closed_while_waiting()  # close() from another thread killed the actors
         if self.on_worker_failure == "raise":
-            # The call in flight is lost with the vector: actors still in it are killed, not awaited.
-            self._actors.kill_now.update([w, *self._busy])
-            self._actors.failed = True
+            self._kill_on_close([w])
             late = reason.startswith(MISSED_DEADLINE)
             origin = self._origin(w)
             self._fail(
@@ -446,6 +444,10 @@ class Ray(WorkerBackend):
                 )
             )
         return self._restart(w, f"{self._origin(w)} {reason}")
+
+    def _kill_on_close(self, workers) -> None:
+        self._actors.kill_now.update(workers)
+        self._actors.failed = True  # and the shutdown of shoal's Ray instance does not hold the error up
 
     def _kill(self, w: int) -> None:
         with contextlib.suppress(Exception):  # already gone

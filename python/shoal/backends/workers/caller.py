@@ -211,10 +211,16 @@ class WorkerBackend(VecEnv):
 
     def _fail(self, error):
         """Closes the vector, then raises ``error`` (a WorkerError, or a function that makes one once
-        the vector is closed, so that its elapsed times include the close)."""
+        the vector is closed, so that its elapsed times include the close). The step in flight is lost
+        with the vector, so workers still in it are killed rather than awaited."""
         self._failed = True
+        self._kill_on_close(self._busy)
         self.close()
         raise error if isinstance(error, BaseException) else error()
+
+    def _kill_on_close(self, workers) -> None:
+        """The coming close() kills ``workers`` at once instead of asking them to close their envs."""
+        raise NotImplementedError
 
     def _closed_by_another_thread(self) -> bool:
         return self._order.closed and not self._failed
