@@ -2,8 +2,9 @@
 
 Memory. Every buffer (observations, final observations, actions, rewards, terminals, truncations,
 masks) and the per-worker control bytes live in ONE ``multiprocessing.RawArray``. Its arena is an
-already-unlinked file in /dev/shm (or an anonymous map), so nothing named can leak: the memory goes
-away with the last process that maps it. Workers write results straight into their rows.
+already-unlinked file (or an anonymous map), wherever the standard library puts it on the OS, so
+nothing named can leak: the memory goes away with the last process that maps it. Workers write
+results straight into their rows.
 
 Hand-off protocol (per worker ``w``; no busy-waiting beyond a bounded spin):
 
