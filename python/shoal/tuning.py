@@ -9,8 +9,9 @@ import time
 from pathlib import Path
 
 from . import _native, benchmark
+from .backends.registry import backend_options
 from .benchmark import Case
-from .config import Config, load, resolve_env
+from .config import VEC_KEYS, Config, load, resolve_env
 from .native import is_native_env
 from .optional import optional_module
 from .vector import make
@@ -194,8 +195,9 @@ def cmd_bench(args, overrides) -> int:
     return 0
 
 
-def update_config_text(text: str, section: str, values: dict) -> str:
-    """Sets ``key = value`` lines of one section in place, keeping comments, order and other sections."""
+def update_config_text(text: str, section: str, values: dict, drop: set[str] = frozenset()) -> str:
+    """Sets ``key = value`` lines of one section in place, keeping comments, order and other sections;
+    lines of the keys in ``drop`` are commented out."""
     lines = text.splitlines(keepends=True)
     start = next((i for i, line in enumerate(lines) if line.strip() == f"[{section}]"), None)
     if start is None:
@@ -204,7 +206,9 @@ def update_config_text(text: str, section: str, values: dict) -> str:
     pending = dict(values)
     for i in range(start + 1, end):
         match = re.match(r"^(\s*)([A-Za-z_][\w.]*)(\s*=\s*)([^;#\n]*?)(\s*[;#].*)?(\n?)$", lines[i])
-        if match and match.group(2) in pending:
+        if match and match.group(2) in drop and match.group(2) not in pending:
+            lines[i] = "; " + lines[i]
+        elif match and match.group(2) in pending:
             value = pending.pop(match.group(2))
             comment = match.group(5) or ""
             lines[i] = f"{match.group(1)}{match.group(2)}{match.group(3)}{value}{comment}{match.group(6)}"
@@ -246,7 +250,9 @@ def cmd_autotune(args, overrides) -> int:
     print(f"\nrecommended [vec]: {best}")
     if args.write:
         path = Path(config.path)
-        path.write_text(update_config_text(path.read_text(), "vec", {k: _ini(v) for k, v in best.items()}))
+        takes = {"backend", "num_envs", "seed", *backend_options(best["backend"])}
+        unused = set(VEC_KEYS) - takes  # the old backend's keys, which the new one refuses
+        path.write_text(update_config_text(path.read_text(), "vec", {k: _ini(v) for k, v in best.items()}, unused))
         load(path)  # the written file must load
         print(f"updated {path}")
     return 0
