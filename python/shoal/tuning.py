@@ -163,7 +163,9 @@ def cmd_autotune(args, overrides) -> int:
         print(f"  {mark} {cand.label:<40} {cand.median:>13,.0f}  [{cand.low:,.0f}, {cand.high:,.0f}]")
     if kept_out:
         print(f"({kept_out} third-party warnings kept out of this output)")
-    print(f"\nrecommended [vec] ({'simplest of ' + str(len(tied)) + ' ties' if len(tied) > 1 else 'fastest'}): {best.label}")
+    print(
+        f"\nrecommended [vec] ({'simplest of ' + str(len(tied)) + ' ties' if len(tied) > 1 else 'fastest'}): {best.label}"
+    )
     print(ini_lines(best.vec), end="")
     if args.write:
         path = Path(config.path)
