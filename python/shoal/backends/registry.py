@@ -313,11 +313,13 @@ def options_table() -> str:
 
 
 def options_doc() -> str:
-    """The options of each backend as plain text, for make()'s docstring (help(shoal.vector.make))."""
+    """The options of each backend as a definition list, for make()'s docstring (help(shoal.vector.make))."""
     lines = []
     for backend, opts in OPTIONS.items():
-        lines.append(f"    {backend}:" + (" no options beyond num_envs and seed" if not opts else ""))
+        lines.append(f"    {backend}")
+        if not opts:
+            lines.append("        - no options beyond num_envs and seed")
         for opt in opts:
             default = "unset" if opt.default is None else repr(opt.default)
-            lines.append(f"        {opt.name} ({opt.allowed}; default {default}): {opt.doc}")
+            lines.append(f"        - {opt.name} ({opt.allowed}; default {default}): {opt.doc}")
     return "\n".join(lines)
