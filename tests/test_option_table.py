@@ -74,6 +74,6 @@ def test_config_takes_the_native_thread_limit(tmp_path):
 def test_help_of_make_lists_every_backend_option():
     doc = shoal.vector.make.__doc__
     for backend, opts in OPTIONS.items():
-        assert f"{backend}:" in doc
+        assert f"\n    {backend}\n" in doc
         for opt in opts:
             assert f"{opt.name} (" in doc

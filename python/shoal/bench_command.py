@@ -143,3 +143,17 @@ def cmd_bench(args, overrides) -> int:
         + (f" and {out / 'bench.png'}" if plotted else " (no plot: pip install 'shoal[plot]' for matplotlib)")
     )
     return 0
+
+
+def add_commands(sub) -> None:
+    bench = sub.add_parser(
+        "bench", help="the configured env under every applicable backend and thread count, beside peers"
+    )
+    bench.add_argument("--config")
+    bench.add_argument("--repeats", type=int, default=3)
+    bench.add_argument("--seconds", type=float, default=1.0, help="approximate duration of one sample")
+    bench.add_argument("--out", default="bench/results", help="directory for bench.md and bench.png")
+    bench.add_argument("--no-peers", action="store_true", help="leave out EnvPool and gymnasium's vector envs")
+    bench.add_argument("--verbose", action="store_true")
+    bench.add_argument("--progress", action="store_true", help="a progress bar even when stderr is not a terminal")
+    bench.set_defaults(func=cmd_bench)

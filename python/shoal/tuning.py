@@ -205,19 +205,6 @@ def update_config_text(text: str, section: str, values: dict, drop=frozenset()) 
 
 
 def add_commands(sub) -> None:
-    from .bench_command import cmd_bench
-
-    bench = sub.add_parser(
-        "bench", help="the configured env under every applicable backend and thread count, beside peers"
-    )
-    bench.add_argument("--config")
-    bench.add_argument("--repeats", type=int, default=3)
-    bench.add_argument("--seconds", type=float, default=1.0, help="approximate duration of one sample")
-    bench.add_argument("--out", default="bench/results", help="directory for bench.md and bench.png")
-    bench.add_argument("--no-peers", action="store_true", help="leave out EnvPool and gymnasium's vector envs")
-    bench.add_argument("--verbose", action="store_true")
-    bench.add_argument("--progress", action="store_true", help="a progress bar even when stderr is not a terminal")
-    bench.set_defaults(func=cmd_bench)
     tune = sub.add_parser(
         "autotune", help="search backend x threads/workers x num_envs, recommend the simplest of the fastest"
     )
