@@ -121,5 +121,5 @@ def test_config_ini_sets_timeout_and_failure_policy(tmp_path):
     with make_from_config(path) as vecenv:
         assert vecenv.timeout is None
     path.write_text(text.format(timeout="0"))
-    with pytest.raises(ConfigError, match=r"\[vec\] timeout = '0' is invalid; expected a positive number"):
+    with pytest.raises(ConfigError, match=r"\[vec\] timeout = '0': timeout must be a positive number of seconds"):
         make_from_config(path)

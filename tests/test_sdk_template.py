@@ -106,3 +106,19 @@ def test_example_script_runs(library):
     assert result.returncode == 0, result.stderr
     episodes = int(result.stdout.strip().rsplit(" ", 1)[1])
     assert episodes > 256
+
+
+def test_config_names_the_built_library_relative_to_its_folder(library, tmp_path):
+    from shoal.config import load, make_from_config
+
+    (tmp_path / "build").mkdir()
+    (tmp_path / "build" / "random_walk.so").write_bytes(library.read_bytes())
+    path = tmp_path / "config.ini"
+    path.write_text("[env]\nname = build/random_walk.so\nclass_name = RandomWalk\nsize = 5\n[vec]\nnum_envs = 4\n")
+    with make_from_config(load(path)) as vecenv:
+        assert type(vecenv).__name__ == "Multithreading" and vecenv.num_envs == 4
+        assert type(vecenv.driver_env).__name__ == "RandomWalk"
+        vecenv.reset(seed=0)
+    path.write_text("[env]\nname = build/random_walk.so:random_walk\n[vec]\nbackend = Serial\nnum_envs = 2\n")
+    with make_from_config(load(path)) as vecenv:
+        assert type(vecenv.driver_env).__name__ == "random_walk"

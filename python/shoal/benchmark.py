@@ -86,17 +86,24 @@ def time_vecenv(
     return batches * vecenv.agents_per_batch / elapsed
 
 
-def run_cases(cases: list[Case], repeats: int = 3, log=print) -> list[Case]:
-    """Measures every case ``repeats`` times, interleaved."""
+def run_cases(cases: list[Case], repeats: int = 3, log=print, progress: bool = False) -> list[Case]:
+    """Measures every case ``repeats`` times, interleaved (a tqdm bar on stderr with ``progress``)."""
+    from tqdm import tqdm
+
+    bar = tqdm(total=repeats * len(cases), unit="sample", disable=not progress, file=sys.stderr)
     for r in range(repeats):
         for case in cases:
+            bar.set_description(f"{case.name[:40]:<40}")
+            bar.update(0)
             vecenv = case.build()
             try:
                 sps = time_vecenv(vecenv, case.agent_steps, case.warmup_steps, case.pause_us, case.exclude_pause)
             finally:
                 vecenv.close()
             case.samples.append(sps)
+            bar.update(1)
             log(f"  repeat {r + 1}/{repeats}  {case.name:<48} {sps:>14,.0f} SPS")
+    bar.close()
     return cases
 
 

@@ -22,15 +22,25 @@ def split_overrides(extra: list[str]) -> dict[str, str]:
     while i < len(extra):
         arg = extra[i]
         if not arg.startswith("--") or "." not in arg:
-            raise ConfigError(f"unrecognized argument {arg!r}; overrides look like --vec.num_envs 1024")
+            raise ConfigError(f"command line: unrecognized argument {arg!r}; overrides look like --vec.num_envs 1024")
         key, eq, value = arg[2:].partition("=")
         if not eq:
             if i + 1 >= len(extra):
-                raise ConfigError(f"override {arg} needs a value")
+                raise ConfigError(f"command line: override {arg} needs a value")
             value, i = extra[i + 1], i + 1
         overrides[key] = value
         i += 1
     return overrides
+
+
+OVERRIDES_HELP = """overrides:
+  --section.key VALUE (or --section.key=VALUE) sets one key of the config file, e.g.
+    shoal run --vec.backend Serial --vec.num_envs 64 --env.name gymnasium:CartPole-v1
+  [env] name and the env's parameters, [vec] backend, num_envs, seed and the backend's
+  options (max_num_threads, num_workers, batch_size, ...), [run] steps and warmup.
+  Keys the config does not set come from the embedded config.ini; a [vec] key must apply
+  to the chosen backend. Errors in an override are reported as "command line: ...".
+"""
 
 
 def describe_vecenv(vecenv) -> dict:
@@ -219,7 +229,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="shoal", description="Vectorized RL environments, fast.")
     parser.add_argument("--version", action="version", version=f"shoal {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="step the configured env under the configured backend, report SPS")
+    run = sub.add_parser(
+        "run",
+        help="step the configured env under the configured backend, report SPS",
+        description="Steps the env of a config file with random actions under its backend and reports SPS.",
+        epilog=OVERRIDES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     run.add_argument("--config", help="config file (default: the embedded config.ini)")
     run.add_argument("--steps", type=positive_int, help="agent steps to time (default: [run] steps)")
     run.set_defaults(func=cmd_run)
@@ -244,8 +260,9 @@ def build_parser() -> argparse.ArgumentParser:
     checker.add_argument("--steps", type=int, default=1000, help="random-action steps (default 1000)")
     checker.add_argument("--num-envs", type=int, help="envs (default: [vec] num_envs, at most 8)")
     checker.set_defaults(func=cmd_check)
-    from . import tuning
+    from . import bench_command, tuning
 
+    bench_command.add_commands(sub)
     tuning.add_commands(sub)
     return parser
 

@@ -1,33 +1,41 @@
 """config.ini: [env] picks the env and its parameters, [vec] picks and tunes the backend, [run] sizes a run.
 
     [env]
-    name = cartpole            ; bundled native env, module:callable, gymnasium:<EnvId>, ocean:<env> or mujoco:<EnvId>
+    name = cartpole            ; bundled native env, module:callable, gymnasium:<EnvId>, ocean:<env>,
+                               ; mujoco:<EnvId>, or path/to/env.so[:EXPORT] (class_name = ... optional)
     some_param = 3             ; every other key is a keyword parameter of the env (typed)
     ocean_source = PATH        ; ocean:<env> only: a PufferLib tree (default: the pufferlib 3.0.0 sdist)
 
     [vec]
     backend = Multithreading   ; Serial | Multiprocessing | Multithreading | PufferEnv | Ray
     num_envs = 4096
-    max_num_threads = auto     ; Multithreading: threads incl. the caller (0/1 = caller only)
+    max_num_threads = auto     ; the backend's options: see backends/registry.py's OPTIONS
     ...
 
-Every [vec] key is validated here, with errors that name the file, section, key and allowed values;
-make_from_config passes on the keys the chosen backend accepts.
+A config file (or command-line overrides) need not say everything: [vec] and [run] start from the
+embedded config.ini, of whose [vec] keys only those the chosen backend takes are kept. A [vec] key
+the file or command line sets must apply to the chosen backend. Values are checked by the registry's
+option table, so a bad value reads as make() would report it, prefixed by where it was written.
 """
 
 from __future__ import annotations
 
 import configparser
+import difflib
 import functools
 import importlib
 import inspect
+import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .backends.multiprocessing import START_METHODS
-from .backends.registry import backend_names, backend_options, canonical_name
+from .backends.registry import COMMON, OPTIONS, Option, backend_names, backend_options, canonical_name
 from .errors import APIUsageError, EnvError
-from .native import SCHEDULES, is_native_env
+from .native import is_native_env, load_env
+
+#: where an override given as --section.key on the command line is said to come from
+COMMAND_LINE = "command line"
 
 
 def _default_config() -> Path:
@@ -44,21 +52,6 @@ class ConfigError(APIUsageError):
     """A config file or override is invalid; the message names file, section and key."""
 
 
-def _int(minimum: int, auto: bool = False):
-    def parse(text: str):
-        if auto and text == "auto":
-            return "auto"
-        try:
-            value = int(text)
-        except ValueError:
-            value = None
-        if value is None or value < minimum:
-            raise ValueError(f"an integer >= {minimum}" + (" or 'auto'" if auto else ""))
-        return value
-
-    return parse
-
-
 def _bool(text: str) -> bool:
     lowered = text.lower()
     if lowered in ("true", "yes", "on", "1"):
@@ -68,53 +61,30 @@ def _bool(text: str) -> bool:
     raise ValueError("true or false")
 
 
-def _choice(*choices: str):
-    def parse(text: str):
-        if text not in choices:
-            raise ValueError(" | ".join(choices))
-        return text
-
-    return parse
-
-
-def _seconds(text: str):
-    if text.lower() == "none":
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        value = None
-    if value is None or not value > 0 or value == float("inf"):
-        raise ValueError("a positive number of seconds or 'none'")
-    return value
+def _vec_options() -> dict[str, Option]:
+    """Every [vec] key of the built-in backends (beside backend), each as the registry describes it."""
+    table: dict[str, Option] = {}
+    for opt in (*COMMON, *(opt for opts in OPTIONS.values() for opt in opts)):
+        table.setdefault(opt.name, opt)
+    return table
 
 
-def _backend(text: str) -> str:
-    try:
-        return canonical_name(text)
-    except APIUsageError:
-        raise ValueError(" | ".join(backend_names())) from None
-
-
-VEC_KEYS = {
-    "backend": _backend,
-    "num_envs": _int(1),
-    "seed": _int(0),
-    "num_workers": _int(1, auto=True),
-    "batch_size": _int(1, auto=True),
-    "zero_copy": _bool,
-    "sync_traj": _bool,
-    "overwork": _bool,
-    "start_method": _choice(*START_METHODS),
-    "max_num_threads": _int(0, auto=True),
-    "schedule": _choice(*SCHEDULES),
-    "pin_threads": _bool,
-    "ray_address": str,
-    "timeout": _seconds,
-    "on_worker_failure": _choice("raise", "restart"),
+VEC_OPTIONS = _vec_options()
+VEC_KEYS = ("backend", *VEC_OPTIONS)
+RUN_OPTIONS = {
+    "steps": Option("steps", 1_000_000, "int", lambda v: _at_least(v, "steps", 1), "agent steps timed", ">= 1"),
+    "repeats": Option("repeats", 1, "int", lambda v: _at_least(v, "repeats", 1), "timed repeats", ">= 1"),
+    "warmup": Option("warmup", 10, "int", lambda v: _at_least(v, "warmup", 0), "untimed batch steps first", ">= 0"),
 }
-RUN_KEYS = {"steps": _int(1), "repeats": _int(1), "warmup": _int(0)}
 SECTIONS = ("env", "vec", "run")
+#: [env] keys that are not the env's parameters
+ENV_KEYS = ("name", "ocean_source", "class_name")
+
+
+def _at_least(value, name: str, minimum: int) -> int:
+    from .validation import check_integer
+
+    return check_integer(value, name, minimum)
 
 
 def parse_value(text: str):
@@ -140,16 +110,14 @@ class Config:
     vec: dict = field(default_factory=dict)
     run: dict = field(default_factory=dict)
     ocean_source: str | None = None  # [env] ocean_source, resolved against the config's folder
+    folder: str = "."  # where relative env paths and modules are looked up: the config file's folder
+    class_name: str | None = None  # [env] class_name: the class name of a native env loaded from a .so
 
     def effective_vec(self) -> dict:
         """The [vec] keys the configured backend takes (others are kept for other backends)."""
         accepted = set(backend_options(self.vec.get("backend", "Serial"))) | {"backend", "num_envs", "seed"}
         # "auto" leaves the choice to the backend's default.
         return {k: v for k, v in self.vec.items() if k in accepted and v != "auto"}
-
-
-def _error(path, section: str, key: str, allowed: str, got) -> ConfigError:
-    return ConfigError(f"{path}: [{section}] {key} = {got!r} is invalid; expected {allowed}")
 
 
 # A config file is a few hundred bytes; anything far larger is not one (and is not read whole).
@@ -182,9 +150,7 @@ def _read_text(path: Path) -> str:
         ) from None
 
 
-def load(path: str | Path | None = None, overrides: dict[str, str] | None = None) -> Config:
-    """Reads and validates a config file; ``overrides`` maps "section.key" to a string value."""
-    path = Path(path) if path is not None else DEFAULT_CONFIG
+def _parse(path: Path) -> configparser.ConfigParser:
     parser = configparser.ConfigParser(inline_comment_prefixes=(";", "#"), interpolation=None)
     parser.optionxform = str  # keep parameter names' case
     text = _read_text(path)
@@ -192,37 +158,109 @@ def load(path: str | Path | None = None, overrides: dict[str, str] | None = None
         parser.read_string(text, source=str(path))
     except configparser.Error as error:
         raise ConfigError(f"{path}: cannot parse: {error}") from None
-    for dotted, value in (overrides or {}).items():
-        section, _, key = dotted.partition(".")
-        if section not in SECTIONS or not key:
-            raise ConfigError(f"override --{dotted}: use --env.<key>, --vec.<key> or --run.<key>")
-        if not parser.has_section(section):
-            parser.add_section(section)
-        parser.set(section, key, str(value))
+    return parser
+
+
+def _written(path: Path, overrides: dict[str, str] | None) -> dict[tuple[str, str], tuple[str, str]]:
+    """(section, key) -> (text, where it was written: the file's path or "command line")."""
+    parser = _parse(path)
     for section in parser.sections():
         if section not in SECTIONS:
             raise ConfigError(f"{path}: unknown section [{section}]; valid sections: {list(SECTIONS)}")
+    written = {
+        (section, key): (text, str(path)) for section in parser.sections() for key, text in parser.items(section)
+    }
+    for dotted, value in (overrides or {}).items():
+        section, _, key = dotted.partition(".")
+        if section not in SECTIONS or not key:
+            raise ConfigError(f"{COMMAND_LINE}: override --{dotted}: use --env.<key>, --vec.<key> or --run.<key>")
+        written[(section, key)] = (str(value), COMMAND_LINE)
+    return written
 
-    if not parser.has_option("env", "name"):
+
+def _unknown_key(where: str, section: str, key: str, valid) -> ConfigError:
+    close = difflib.get_close_matches(key, valid, n=1)
+    hint = f"; did you mean {close[0]}?" if close else ""
+    return ConfigError(f"{where}: unknown key [{section}] {key}{hint} (valid keys: {sorted(valid)})")
+
+
+def _value(option: Option | None, section: str, key: str, text: str, where: str):
+    if option is None:  # an option of a backend registered at run time: typed as [env] values are
+        return parse_value(text)
+    try:
+        return option.from_text(text.strip())
+    except APIUsageError as error:  # the registry's check: the words make() uses for the same value
+        raise ConfigError(f"{where}: [{section}] {key} = {text!r}: {error}") from None
+
+
+def _backend(written, defaults) -> tuple[str, str]:
+    """(the chosen backend, where it was chosen)."""
+    text, where = written.get(("vec", "backend")) or (defaults[("vec", "backend")][0], "the embedded config.ini")
+    try:
+        return canonical_name(text.strip()), where
+    except APIUsageError:
         raise ConfigError(
-            f"{path}: [env] name is missing (a bundled env such as cartpole, module:callable, or gymnasium:<EnvId>)"
+            f"{where}: [vec] backend = {text!r} is invalid; expected {' | '.join(backend_names())}"
+        ) from None
+
+
+def load(path: str | Path | None = None, overrides: dict[str, str] | None = None) -> Config:
+    """Reads and validates a config file; ``overrides`` maps "section.key" to a string value.
+
+    [vec] and [run] keys the file does not set come from the embedded config.ini (see the module doc).
+    """
+    path = Path(path) if path is not None else DEFAULT_CONFIG
+    written = _written(path, overrides)
+    defaults = {} if path == DEFAULT_CONFIG else _written(DEFAULT_CONFIG, None)
+    defaults = {**defaults, **{k: v for k, v in written.items() if v[1] == str(DEFAULT_CONFIG)}}
+    written = {k: v for k, v in written.items() if v[1] != str(DEFAULT_CONFIG)}
+
+    # [env] is the user's own: a file naming no env does not inherit cartpole's
+    env_source = {**defaults, **written} if path == DEFAULT_CONFIG else written
+    env = {key: text for (section, key), (text, _) in env_source.items() if section == "env"}
+    if "name" not in env:
+        raise ConfigError(
+            f"{path}: [env] name is missing (a bundled env such as cartpole, module:callable, gymnasium:<EnvId>, "
+            "mujoco:<EnvId> or path/to/env.so)"
         )
-    env_kwargs = {k: parse_value(v) for k, v in parser.items("env") if k not in ("name", "ocean_source")}
-    config = Config(str(path), parser.get("env", "name"), env_kwargs)
-    if parser.has_option("env", "ocean_source"):
-        config.ocean_source = str(path.parent / Path(parser.get("env", "ocean_source")).expanduser())
-    for section, keys, target in (("vec", VEC_KEYS, config.vec), ("run", RUN_KEYS, config.run)):
-        if not parser.has_section(section):
-            continue
-        for key, text in parser.items(section):
-            if key not in keys:
-                raise ConfigError(f"{path}: unknown key [{section}] {key}; valid keys: {sorted(keys)}")
-            try:
-                target[key] = keys[key](text.strip())
-            except ValueError as error:
-                raise _error(path, section, key, str(error), text) from None
+    config = Config(str(path), env["name"].strip(), {k: parse_value(v) for k, v in env.items() if k not in ENV_KEYS})
+    config.folder = str(path.parent) if path != DEFAULT_CONFIG else "."
+    config.class_name = env.get("class_name", "").strip() or None
+    if "ocean_source" in env:
+        config.ocean_source = str(Path(config.folder) / Path(env["ocean_source"]).expanduser())
+
+    backend, _ = _backend(written, defaults)
+    config.vec["backend"] = backend
+    takes = set(backend_options(backend))
+    for (section, key), (text, where) in written.items():
+        if section == "vec" and key != "backend":
+            known = set(VEC_KEYS) | takes
+            if key not in known:
+                raise _unknown_key(where, "vec", key, known)
+            if key not in takes and key not in ("num_envs", "seed"):
+                raise ConfigError(
+                    f"{where}: [vec] {key} does not apply to backend {backend}; "
+                    f"{backend} takes: {', '.join(['num_envs', 'seed', *sorted(takes)])}"
+                )
+            config.vec[key] = _value(_option(backend, key), "vec", key, text, where)
+        elif section == "run":
+            if key not in RUN_OPTIONS:
+                raise _unknown_key(where, "run", key, RUN_OPTIONS)
+            config.run[key] = _value(RUN_OPTIONS[key], "run", key, text, where)
+    for (section, key), (text, where) in defaults.items():
+        if section == "vec" and key not in config.vec and (key in takes or key in ("num_envs", "seed")):
+            config.vec[key] = _value(_option(backend, key), "vec", key, text, where)
+        elif section == "run" and key not in config.run:
+            config.run[key] = _value(RUN_OPTIONS[key], "run", key, text, where)
     resolve_env(config)  # fail now on a missing env, not in the middle of a run
     return config
+
+
+def _option(backend: str, key: str) -> Option | None:
+    """The registry's entry for ``key`` under ``backend`` (a registered class's options have none)."""
+    from .backends.registry import option
+
+    return next((o for o in COMMON if o.name == key), None) or option(backend, key)
 
 
 def resolve_env(config: Config):
@@ -232,6 +270,9 @@ def resolve_env(config: Config):
 
     if name in BUNDLED:
         return BUNDLED[name]
+    library = re.fullmatch(r"(.+\.so)(?::(\w+))?", name)  # path/to/env.so[:EXPORT]
+    if library:
+        return _native_library(config, Path(library.group(1)), library.group(2) or "")
     module_name, _, attr = name.partition(":")
     if module_name == "ocean":
         from .ocean import OceanError, available, env_class
@@ -252,7 +293,7 @@ def resolve_env(config: Config):
     if not attr:
         raise ConfigError(
             f"{config.path}: [env] name = {name!r} is not a bundled env "
-            f"({sorted(BUNDLED)}) nor module:callable nor gymnasium:<EnvId>"
+            f"({sorted(BUNDLED)}) nor module:callable, gymnasium:<EnvId>, mujoco:<EnvId>, ocean:<env> or path/to/env.so"
         )
     if module_name == "gymnasium" and not attr.isidentifier():
         import gymnasium
@@ -260,6 +301,7 @@ def resolve_env(config: Config):
         if attr not in gymnasium.registry:
             raise ConfigError(f"{config.path}: [env] name = {name!r}: gymnasium has no env id {attr!r}")
         return functools.partial(gymnasium.make, attr)
+    _look_beside_config(config, module_name)
     try:
         module = importlib.import_module(module_name)
         creator = getattr(module, attr)
@@ -269,6 +311,30 @@ def resolve_env(config: Config):
         raise ConfigError(f"{config.path}: [env] name = {name!r} is not callable")
     _check_callable_with(creator, config)
     return creator
+
+
+def _native_library(config: Config, path: Path, export: str):
+    """A native env class from a library built against shoal/env.h; its export NAME defaults to the file's stem."""
+    path = Path(config.folder) / path.expanduser()
+    try:
+        return load_env(path, export or path.stem, config.class_name)
+    except APIUsageError as error:
+        hint = (
+            ""
+            if export
+            else f" (the library's SHOAL_EXPORT_ENV NAME is taken to be {path.stem!r}; name = {path}:NAME picks another)"
+        )
+        raise ConfigError(f"{config.path}: [env] name = {config.env_name!r}: {error}{hint}") from None
+
+
+def _look_beside_config(config: Config, module_name: str) -> None:
+    """Puts the config file's folder first on sys.path when ``module_name`` is a module there, as a
+    script's own folder is (worker processes inherit sys.path)."""
+    folder = Path(config.folder).resolve()
+    top = module_name.split(".")[0]
+    if (folder / f"{top}.py").is_file() or (folder / top / "__init__.py").is_file():
+        if str(folder) not in sys.path:
+            sys.path.insert(0, str(folder))
 
 
 def _check_callable_with(creator, config: Config) -> None:

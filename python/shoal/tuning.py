@@ -1,36 +1,40 @@
-"""`shoal bench` and `shoal autotune`: the configured env measured across backends and settings."""
+"""`shoal autotune`: the configured env measured over backends, threads/workers and num_envs, in
+interleaved rounds until the budget is spent; configurations within the noise of the best are ties,
+and the simplest of them is recommended."""
 
 from __future__ import annotations
 
-import functools
-import re
+import math
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import _native, benchmark
-from .benchmark import Case
-from .config import Config, load, resolve_env
+from .backends.registry import backend_options
+from .config import VEC_KEYS, Config, load, resolve_env
 from .native import is_native_env
-from .optional import optional_module
+from .quiet import third_party_warnings_kept_out
 from .vector import make
 
-
-def _builder(creator, env_kwargs: dict, backend: str, num_envs: int, seed: int, **options):
-    if backend == "PufferEnv":
-        return functools.partial(creator, num_envs=num_envs, seed=seed, **env_kwargs)
-    return functools.partial(
-        make, creator, env_kwargs=env_kwargs, backend=backend, num_envs=num_envs, seed=seed, **options
-    )
+#: simpler first: fewer moving parts (no threads, then threads, then processes, then a cluster)
+BACKEND_SIMPLICITY = {"Serial": 0, "PufferEnv": 1, "Multithreading": 2, "Multiprocessing": 3, "Ray": 4}
 
 
-def candidate_configs(config: Config, thorough: bool) -> list[tuple[str, dict]]:
+def num_envs_sweep(num_envs: int, sizes: int = 5) -> list[int]:
+    """Powers of two around the configured num_envs (at least ``sizes`` of them, however small it is)."""
+    low = max(1, num_envs // 4)
+    return sorted({num_envs, *(low * 2**i for i in range(sizes))})
+
+
+def candidate_configs(config: Config, sizes: list[int] | None = None) -> list[tuple[str, dict]]:
     """(label, [vec] settings) pairs applicable to the configured env."""
     creator = resolve_env(config)
     cores = _native.physical_cores()
     num_envs = config.vec.get("num_envs", 1)
+    sizes = sizes or [num_envs]
     out = []
-    sizes = sorted({max(1, num_envs // 2), num_envs, num_envs * 2}) if thorough else [num_envs]
     if is_native_env(creator):
         for n in sizes:
             for threads in range(0, cores + 1):
@@ -40,162 +44,145 @@ def candidate_configs(config: Config, thorough: bool) -> list[tuple[str, dict]]:
                         dict(backend="Multithreading", num_envs=n, max_num_threads=threads),
                     )
                 )
-        out.append((f"PufferEnv n={num_envs}", dict(backend="PufferEnv", num_envs=num_envs)))
     for n in sizes:
         out.append((f"Serial n={n}", dict(backend="Serial", num_envs=n)))
-    for n in sizes:
-        for workers in range(1, cores + 1):
-            if n % workers:
-                continue
-            out.append(
-                (
-                    f"Multiprocessing n={n} workers={workers}",
-                    dict(backend="Multiprocessing", num_envs=n, num_workers=workers, batch_size=n),
-                )
-            )
-            half = n // 2
-            if workers > 1 and half and half % (n // workers) == 0 and n % half == 0:
+        for workers in range(2, cores + 1):
+            if n % workers == 0:
                 out.append(
                     (
-                        f"Multiprocessing n={n} workers={workers} batch={half}",
-                        dict(
-                            backend="Multiprocessing", num_envs=n, num_workers=workers, batch_size=half, zero_copy=True
-                        ),
+                        f"Multiprocessing n={n} workers={workers}",
+                        dict(backend="Multiprocessing", num_envs=n, num_workers=workers, batch_size=n),
                     )
                 )
     return out
 
 
-def _calibrated_case(label: str, build, seconds: float) -> Case:
-    """A case whose agent-step budget makes one sample take about ``seconds``."""
-    vecenv = build()
-    try:
-        sps = benchmark.time_vecenv(vecenv, vecenv.agents_per_batch * 5, warmup_steps=3)
-    finally:
-        vecenv.close()
-    return Case(label, build, max(1, int(sps * seconds)))
+def simplicity(vec: dict, configured_envs: int) -> tuple:
+    """Sort key: simpler backend, fewer threads/workers, num_envs nearer the configured one."""
+    helpers = vec.get("max_num_threads", vec.get("num_workers", 0))
+    return (BACKEND_SIMPLICITY.get(vec["backend"], 9), helpers, abs(math.log2(vec["num_envs"] / configured_envs)))
 
 
-def cases_for(config: Config, settings: list[tuple[str, dict]], seconds: float) -> list[Case]:
-    creator = resolve_env(config)
-    seed = config.vec.get("seed", 0)
-    cases = []
-    for label, vec in settings:
-        vec = dict(vec)
+@dataclass
+class Candidate:
+    label: str
+    vec: dict
+    samples: list[float] = field(default_factory=list)
+
+    @property
+    def median(self) -> float:
+        ordered = sorted(self.samples)
+        mid = len(ordered) // 2
+        return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+    @property
+    def low(self) -> float:
+        return min(self.samples)
+
+    @property
+    def high(self) -> float:
+        return max(self.samples)
+
+
+def measure_rounds(
+    candidates: list[Candidate], measure: Callable, budget: float, clock=time.monotonic, log=print
+) -> int:
+    """Samples every candidate once per round, interleaved, until ``budget`` seconds of ``clock`` are
+    spent (at least 3 rounds when the first takes under a third of it). A candidate that cannot run is
+    dropped with its reason. Returns the rounds measured."""
+    started, rounds = clock(), 0
+    while candidates:
+        round_started = clock()
+        for cand in list(candidates):
+            try:
+                cand.samples.append(measure(cand))
+            except Exception as error:  # a configuration that cannot run is reported, not fatal
+                log(f"  {cand.label}: skipped ({type(error).__name__}: {error})")
+                candidates.remove(cand)
+        rounds += 1
+        spent, last = clock() - started, clock() - round_started
+        if spent + last > budget and (rounds >= 3 or spent + last > 3 * budget):
+            break
+    return rounds
+
+
+def ties(candidates: list[Candidate]) -> list[Candidate]:
+    """The best median's candidate and every one whose samples reach its lowest sample (the noise)."""
+    best = max(candidates, key=lambda c: c.median)
+    return [c for c in candidates if c.high >= best.low]
+
+
+def recommend(candidates: list[Candidate], configured_envs: int) -> Candidate:
+    return min(ties(candidates), key=lambda c: simplicity(c.vec, configured_envs))
+
+
+def ini_lines(vec: dict) -> str:
+    return "[vec]\n" + "".join(f"{k} = {_ini(v)}\n" for k, v in vec.items())
+
+
+def _ini(value) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _measure_with(config: Config, seconds: float) -> Callable:
+    """A sample of a candidate: build it, time about ``seconds`` of stepping, close it."""
+    creator, seed = resolve_env(config), config.vec.get("seed", 0)
+    steps: dict[str, int] = {}
+
+    def measure(cand: Candidate) -> float:
+        vec = dict(cand.vec)
         backend, n = vec.pop("backend"), vec.pop("num_envs")
-        cases.append(_calibrated_case(label, _builder(creator, config.env_kwargs, backend, n, seed, **vec), seconds))
-    return cases
+        with make(creator, env_kwargs=config.env_kwargs, backend=backend, num_envs=n, seed=seed, **vec) as vecenv:
+            if cand.label not in steps:  # calibrate once, so later samples take about ``seconds``
+                sps = benchmark.time_vecenv(vecenv, vecenv.agents_per_batch * 5, warmup_steps=3)
+                steps[cand.label] = max(vecenv.agents_per_batch, int(sps * seconds))
+            return benchmark.time_vecenv(vecenv, steps[cand.label], warmup_steps=3)
+
+    return measure
 
 
-def peer_cases(config: Config, seconds: float) -> list[Case]:
-    """Other libraries on the same env, when installed: gymnasium's vector envs, EnvPool."""
-    peers = []
-    n = config.vec.get("num_envs", 1)
-    creator = resolve_env(config)
-    if not is_native_env(creator):
-        import gymnasium
-
-        if n <= 256:
-            peers.append(
-                ("gymnasium SyncVectorEnv", lambda: _GymnasiumAdapter(gymnasium.vector.SyncVectorEnv([creator] * n)))
-            )
-    elif config.env_name == "cartpole" and optional_module("envpool") is not None:
-        peers.append(("EnvPool CartPole-v1", lambda: _EnvPoolAdapter(n)))
-    return [_calibrated_case(label, build, seconds) for label, build in peers]
-
-
-class _GymnasiumAdapter:
-    """Just enough of the shoal API around a gymnasium VectorEnv to time it the same way."""
-
-    def __init__(self, env):
-        self.env = env
-        self.single_action_space = env.single_action_space
-        self.agents_per_batch = env.num_envs
-
-    def async_reset(self, seed):
-        self.out = self.env.reset(seed=seed)
-
-    def send(self, actions):
-        self.out = self.env.step(actions)
-
-    def recv(self):
-        return self.out
-
-    def close(self):
-        self.env.close()
-
-
-class _EnvPoolAdapter(_GymnasiumAdapter):
-    def __init__(self, num_envs: int):
-        import envpool
-
-        threads = _native.physical_cores()
-        super().__init__(
-            envpool.make(
-                "CartPole-v1", env_type="gymnasium", num_envs=num_envs, batch_size=num_envs, num_threads=threads, seed=0
-            )
-        )
-        self.agents_per_batch = num_envs
-
-
-def write_plot(cases: list[Case], path: Path) -> bool:
-    matplotlib = optional_module("matplotlib")
-    if matplotlib is None:
-        return False
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(9, 0.45 * len(cases) + 1.5))
-    names = [c.name for c in cases]
-    medians = [c.median for c in cases]
-    errors = [[c.median - min(c.samples) for c in cases], [max(c.samples) - c.median for c in cases]]
-    ax.barh(names, medians, xerr=errors, color="#3a7ca5")
-    ax.set_xlabel("agent steps per second (median, min-max bars)")
-    ax.invert_yaxis()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return True
-
-
-def cmd_bench(args, overrides) -> int:
+def cmd_autotune(args, overrides) -> int:
     config = load(args.config, overrides)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    settings = candidate_configs(config, thorough=False)
-    print(f"shoal bench: {config.env_name}, {len(settings)} configurations, {args.repeats} repeats")
-    cases = cases_for(config, settings, args.seconds) + peer_cases(config, args.seconds)
-    benchmark.run_cases(cases, args.repeats, log=(print if args.verbose else lambda *_: None))
-    baseline = max(cases, key=lambda c: c.name.startswith("Serial"))
-    rows = [benchmark.case_row(c, baseline) for c in sorted(cases, key=lambda c: -c.median)]
-    info = benchmark.system_info(
-        {
-            "env": config.env_name,
-            "config": args.config or "the embedded default config.ini",
-            "repeats": args.repeats,
-            "what is timed": "send+recv, random actions generated in advance, after "
-            f"reset and warm-up; ~{args.seconds:.1f} s per sample",
-        }
-    )
-    table = benchmark.format_markdown(
-        f"shoal bench: {config.env_name}",
-        info,
-        rows,
-        ["configuration", "median SPS", "spread", "samples", f"vs {baseline.name}"],
-        ["spread = (max - min) / median over the repeats."],
-    )
-    (out / "bench.md").write_text(table)
-    plotted = write_plot(sorted(cases, key=lambda c: -c.median), out / "bench.png")
-    print(table)
+    configured = config.vec.get("num_envs", 1)
+    settings = candidate_configs(config, num_envs_sweep(configured))
+    candidates = [Candidate(label, vec) for label, vec in settings]
+    per_sample = max(0.05, args.budget / (4 * len(candidates)))
     print(
-        f"wrote {out / 'bench.md'}"
-        + (f" and {out / 'bench.png'}" if plotted else " (no plot: pip install 'shoal[plot]' for matplotlib)")
+        f"shoal autotune: {len(candidates)} configurations, interleaved rounds of ~{per_sample:.2f} s samples, budget {args.budget:.0f} s"
     )
+    with third_party_warnings_kept_out() as kept_out:
+        rounds = measure_rounds(candidates, _measure_with(config, per_sample), args.budget)
+    if not candidates:
+        print("shoal autotune: no configuration could run", file=sys.stderr)
+        return 1
+    best = recommend(candidates, configured)
+    tied = ties(candidates)
+    print(f"\n{rounds} rounds; median SPS [lowest, highest sample]; = marks a tie with the best (within its noise):")
+    for cand in sorted(candidates, key=lambda c: -c.median)[:12]:
+        mark = "=" if cand in tied else " "
+        print(f"  {mark} {cand.label:<40} {cand.median:>13,.0f}  [{cand.low:,.0f}, {cand.high:,.0f}]")
+    if kept_out:
+        print(f"({kept_out} third-party warnings kept out of this output)")
+    print(
+        f"\nrecommended [vec] ({'simplest of ' + str(len(tied)) + ' ties' if len(tied) > 1 else 'fastest'}): {best.label}"
+    )
+    print(ini_lines(best.vec), end="")
+    if args.write:
+        path = Path(config.path)
+        takes = {"backend", "num_envs", "seed", *backend_options(best.vec["backend"])}
+        unused = set(VEC_KEYS) - takes  # the old backend's keys, which the new one refuses
+        text = update_config_text(path.read_text(), "vec", {k: _ini(v) for k, v in best.vec.items()}, unused)
+        path.write_text(text)
+        load(path)  # the written file must load
+        print(f"updated {path}")
     return 0
 
 
-def update_config_text(text: str, section: str, values: dict) -> str:
-    """Sets ``key = value`` lines of one section in place, keeping comments, order and other sections."""
+def update_config_text(text: str, section: str, values: dict, drop=frozenset()) -> str:
+    """Sets ``key = value`` lines of one section in place, keeping comments, order and other sections;
+    lines of the keys in ``drop`` are commented out."""
+    import re
+
     lines = text.splitlines(keepends=True)
     start = next((i for i, line in enumerate(lines) if line.strip() == f"[{section}]"), None)
     if start is None:
@@ -204,7 +191,9 @@ def update_config_text(text: str, section: str, values: dict) -> str:
     pending = dict(values)
     for i in range(start + 1, end):
         match = re.match(r"^(\s*)([A-Za-z_][\w.]*)(\s*=\s*)([^;#\n]*?)(\s*[;#].*)?(\n?)$", lines[i])
-        if match and match.group(2) in pending:
+        if match and match.group(2) in drop and match.group(2) not in pending:
+            lines[i] = "; " + lines[i]
+        elif match and match.group(2) in pending:
             value = pending.pop(match.group(2))
             comment = match.group(5) or ""
             lines[i] = f"{match.group(1)}{match.group(2)}{match.group(3)}{value}{comment}{match.group(6)}"
@@ -215,57 +204,11 @@ def update_config_text(text: str, section: str, values: dict) -> str:
     return "".join(lines)
 
 
-def cmd_autotune(args, overrides) -> int:
-    config = load(args.config, overrides)
-    settings = candidate_configs(config, thorough=True)
-    per_case = max(0.2, args.budget / (2 * len(settings)))
-    print(f"shoal autotune: {len(settings)} configurations, ~{per_case:.2f} s each, budget {args.budget:.0f} s")
-    started = time.perf_counter()
-    cases = []
-    for label, vec in settings:
-        if time.perf_counter() - started > args.budget:
-            print(f"  budget spent; skipping the remaining {len(settings) - len(cases)} configurations")
-            break
-        try:
-            case = cases_for(config, [(label, vec)], per_case)[0]
-            benchmark.run_cases([case], 1, log=lambda *_: None)
-        except Exception as error:  # a configuration that cannot run is reported, not fatal
-            print(f"  {label}: skipped ({type(error).__name__}: {error})")
-            continue
-        case.vec = vec
-        cases.append(case)
-        print(f"  {label:<48} {case.median:>14,.0f} SPS")
-    if not cases:
-        print("shoal autotune: no configuration could run", file=sys.stderr)
-        return 1
-    ranking = sorted(cases, key=lambda c: -c.median)
-    print("\nranking:")
-    for i, case in enumerate(ranking[:10], 1):
-        print(f"  {i:>2}. {case.name:<48} {case.median:>14,.0f} SPS")
-    best = dict(ranking[0].vec)
-    print(f"\nrecommended [vec]: {best}")
-    if args.write:
-        path = Path(config.path)
-        path.write_text(update_config_text(path.read_text(), "vec", {k: _ini(v) for k, v in best.items()}))
-        load(path)  # the written file must load
-        print(f"updated {path}")
-    return 0
-
-
-def _ini(value) -> str:
-    return str(value).lower() if isinstance(value, bool) else str(value)
-
-
 def add_commands(sub) -> None:
-    bench = sub.add_parser("bench", help="the configured env under every applicable backend and thread count")
-    bench.add_argument("--config")
-    bench.add_argument("--repeats", type=int, default=3)
-    bench.add_argument("--seconds", type=float, default=1.0, help="approximate duration of one sample")
-    bench.add_argument("--out", default="bench/results", help="directory for bench.md and bench.png")
-    bench.add_argument("--verbose", action="store_true")
-    bench.set_defaults(func=cmd_bench)
-    tune = sub.add_parser("autotune", help="search backend x threads/workers x num_envs x batch_size")
+    tune = sub.add_parser(
+        "autotune", help="search backend x threads/workers x num_envs, recommend the simplest of the fastest"
+    )
     tune.add_argument("--config")
     tune.add_argument("--budget", type=float, default=60.0, help="seconds to spend measuring")
-    tune.add_argument("--write", action="store_true", help="write the best [vec] settings into the config")
+    tune.add_argument("--write", action="store_true", help="write the recommended [vec] settings into the config")
     tune.set_defaults(func=cmd_autotune)

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import inspect
 
-from .backends.registry import backend_names, backend_options, register_backend, resolve_backend
+from .backends.registry import (
+    backend_names,
+    backend_options,
+    check_options,
+    options_doc,
+    register_backend,
+    resolve_backend,
+)
 from .backends.workers.layout import worker_layout
 from .buffers import check_estimate, native_vector_estimate, out_of_memory
 from .errors import APIUsageError
@@ -124,7 +131,13 @@ def make(env_creator_or_creators, env_args=None, env_kwargs=None, backend=Puffer
     ``backend`` is a class or a name: "PufferEnv" (default; one env object holding many agents,
     num_envs must be 1), "Serial", "Multiprocessing", "Multithreading", "Ray".
     ``env_creator_or_creators`` is one callable or a list of num_envs callables; ``env_args`` /
-    ``env_kwargs`` are shared by all envs or lists with one entry per env.
+    ``env_kwargs`` are shared by all envs or lists with one entry per env. ``num_envs`` (>= 1) envs
+    are made; env i's first reset draws from ``seed + i``.
+
+    Every other keyword is an option of the chosen backend (the same names as config.ini's [vec]
+    keys); a keyword the backend does not take, or a bad value, is an APIUsageError before anything
+    is built. The options, from the registry's table (shoal/backends/registry.py):
+
     """
     backend_cls = resolve_backend(backend)
     num_envs = check_integer(num_envs, "num_envs", 1)
@@ -136,12 +149,15 @@ def make(env_creator_or_creators, env_args=None, env_kwargs=None, backend=Puffer
             f"invalid argument(s) {unknown} for backend {backend_cls.__name__}; "
             f"valid: {sorted(valid) or 'none beyond num_envs and seed'}"
         )
+    check_options(backend_cls, kwargs)
     check_memory(env_creator_or_creators, env_kwargs, backend_cls, num_envs)
     env_creators, env_args, env_kwargs = _per_env_arguments(env_creator_or_creators, env_args, env_kwargs, num_envs)
     if backend_cls is PufferEnv:
         return _make_pufferenv(env_creators[0], env_args[0], env_kwargs[0], num_envs, seed)
     return backend_cls(env_creators, env_args, env_kwargs, num_envs, seed=seed, **kwargs)
 
+
+make.__doc__ = make.__doc__.rstrip() + "\n\n" + options_doc() + "\n"
 
 # The registry's functions and worker_layout are re-exported: shoal.vector is where users find them.
 __all__ = [

@@ -59,11 +59,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..buffers import Buffers, out_of_memory
-from ..errors import APIUsageError, EnvError, WorkerError
+from ..errors import EnvError, WorkerError
 from ..seeding import offset_seed, restart_seed
 from .closing import BoundedClose, raise_failures
 from .interrupts import guarded, sigint_held
 from .restart import mark_restarted, restart_info
+from .start_methods import check_start_method
 from .workers.blocks import block_buffers
 from .workers.caller import WorkerBackend
 from .workers.faults import (
@@ -84,7 +85,6 @@ IDLE, BUSY, INFOS, MESSAGE = 0, 1, 2, 3
 # command[w]: written by the caller before it posts command_sems[w].
 STEP, RESET, CLOSE = 1, 2, 3
 
-START_METHODS = ("fork", "spawn", "forkserver")
 # Per-worker shared bytes for pickled infos; larger infos go through the worker's pipe.
 MAILBOX_BYTES = 16384
 
@@ -261,12 +261,7 @@ class Multiprocessing(WorkerBackend):
         self._configure_failures(timeout, on_worker_failure)
         if start_method is None:
             start_method = default_start_method()
-        available = multiprocessing.get_all_start_methods()
-        if start_method not in START_METHODS or start_method not in available:
-            raise APIUsageError(
-                f"start_method must be one of {[m for m in START_METHODS if m in available]} "
-                f"on this platform, got {start_method!r}"
-            )
+        check_start_method(start_method)
         self.start_method = start_method
         slices = self._env_slices(env_creators, env_args, env_kwargs)
         if start_method == "fork":

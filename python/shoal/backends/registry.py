@@ -7,15 +7,184 @@ and no backend imports the modules that dispatch to it.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import APIUsageError
+from ..native.env import MAX_THREADS, SCHEDULES, check_schedule, check_threads
+from ..seeding import check_seed
+from ..validation import check_bool, check_integer
+from .deadlines import FAILURE_POLICIES, check_on_worker_failure, check_timeout
+from .start_methods import START_METHODS, check_start_method
 from .workers.layout import WORKER_OPTIONS as WORKER_DEFAULTS
 
-#: options of the backends whose envs are split over workers (PufferLib 3.0's Multiprocessing)
-WORKER_OPTIONS = tuple(WORKER_DEFAULTS)
+
+@dataclass(frozen=True)
+class Option:
+    """One keyword of make() (and key of config.ini's [vec]): its default, check, config syntax and doc.
+
+    ``kind`` says how config.ini's text becomes a value ("int", "bool", "seconds", "text"); the value
+    then goes through ``check``, the same function make() applies, so both report a bad value alike.
+    """
+
+    name: str
+    default: object
+    kind: str
+    check: Callable[[object], object]
+    doc: str
+    allowed: str  # the values it takes, as the docs' table shows them
+
+    def from_text(self, text: str):
+        """The value config.ini's ``text`` stands for, checked (APIUsageError as make() raises it)."""
+        value = _TEXT_PARSERS[self.kind](text)
+        self.check(value)
+        return value
+
+
+def _int_text(text: str):
+    if text == "auto":
+        return "auto"
+    try:
+        return int(text)
+    except ValueError:
+        return text  # the check names it
+
+
+def _bool_text(text: str):
+    return {"true": True, "yes": True, "on": True, "false": False, "no": False, "off": False}.get(text.lower(), text)
+
+
+def _seconds_text(text: str):
+    if text.lower() == "none":
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+_TEXT_PARSERS = {"int": _int_text, "bool": _bool_text, "seconds": _seconds_text, "text": str}
+
+
+def _auto_or(check):
+    """``check`` for values other than None/"auto", which leave the choice to the backend."""
+
+    def checked(value):
+        return value if value is None or value == "auto" else check(value)
+
+    return checked
+
+
+def check_ray_address(address):
+    if address is not None and (not isinstance(address, str) or not address.strip()):
+        raise APIUsageError(
+            f"ray_address must be a Ray cluster address such as '10.0.0.1:6379' or "
+            f"'auto', or None to start a local Ray instance; got {address!r}"
+        )
+    return address
+
+
+def _flag(name: str, doc: str) -> Option:
+    return Option(name, WORKER_DEFAULTS.get(name, False), "bool", lambda v: check_bool(v, name), doc, "true | false")
+
+
+def _count(name: str, doc: str, default=None) -> Option:
+    return Option(name, default, "int", _auto_or(lambda v: check_integer(v, name, 1)), doc, "integer >= 1 | auto")
+
+
+#: PufferLib 3.0's options for splitting envs over workers (Serial takes them too, so that one
+#: configuration works across backends)
+WORKER = (
+    _count("num_workers", "worker processes/actors; auto = physical cores (at most num_envs)"),
+    _count("batch_size", "envs per batch returned by recv(); auto = num_envs (every env each step)"),
+    _flag("zero_copy", "batches are views of consecutive workers' shared memory (num_envs % batch_size == 0)"),
+    _flag("sync_traj", "recv() returns workers in the order they were sent"),
+    _flag("overwork", "allow more workers than physical cores"),
+)
 #: what Multiprocessing and Ray do about a worker that hangs or dies (see backends/deadlines.py)
-FAULT_OPTIONS = ("timeout", "on_worker_failure")
+FAULTS = (
+    Option(
+        "timeout",
+        None,
+        "seconds",
+        check_timeout,
+        "seconds a worker has to finish a step or reset, else WorkerError; none = no limit",
+        "seconds > 0 | none",
+    ),
+    Option(
+        "on_worker_failure",
+        "raise",
+        "text",
+        check_on_worker_failure,
+        "raise: WorkerError and the vector closes; restart: replace the worker and reset its envs",
+        " | ".join(FAILURE_POLICIES),
+    ),
+)
+THREADS = Option(
+    "max_num_threads",
+    None,
+    "int",
+    _auto_or(check_threads),
+    "threads stepping native envs, the caller included (0/1 = the caller only); auto = physical cores",
+    f"0..{MAX_THREADS} | auto",
+)
+
+#: make()'s arguments of every backend (config.ini's [vec] keys beside backend)
+COMMON = (
+    Option("num_envs", 1, "int", lambda v: check_integer(v, "num_envs", 1), "envs in the vector", "integer >= 1"),
+    Option("seed", 0, "int", check_seed, "seed of the first reset; env i draws from seed + i", "0 .. 2**64 - 1"),
+)
+
+#: every built-in backend's options beyond num_envs and seed: the one list of them
+OPTIONS: dict[str, tuple[Option, ...]] = {
+    "PufferEnv": (),
+    "Serial": WORKER,
+    "Multiprocessing": (
+        *WORKER,
+        Option(
+            "start_method",
+            None,
+            "text",
+            check_start_method,
+            "how workers start; unset = fork on Linux, else spawn",
+            " | ".join(START_METHODS),
+        ),
+        *FAULTS,
+    ),
+    "Multithreading": (
+        THREADS,
+        Option(
+            "schedule",
+            "static",
+            "text",
+            check_schedule,
+            "static slices, or dynamic chunks for uneven envs",
+            " | ".join(SCHEDULES),
+        ),
+        Option(
+            "pin_threads",
+            False,
+            "bool",
+            lambda v: check_bool(v, "pin_threads"),
+            "pin each thread to a core",
+            "true | false",
+        ),
+        _count("batch_size", "envs per batch; auto = num_envs, fewer pipeline batches over the pool"),
+    ),
+    "Ray": (
+        *WORKER,
+        Option(
+            "ray_address",
+            None,
+            "text",
+            check_ray_address,
+            "Ray cluster address ('auto', 'host:6379'); unset = a local Ray instance",
+            "address",
+        ),
+        THREADS,
+        *FAULTS,
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -26,18 +195,34 @@ class BackendEntry:
     options: tuple[str, ...]
 
 
-BUILTIN: dict[str, BackendEntry] = {
-    "PufferEnv": BackendEntry("shoal.pufferenv", ()),
-    # Serial takes the worker options so that one configuration works across backends.
-    "Serial": BackendEntry("shoal.backends.serial", WORKER_OPTIONS),
-    "Multiprocessing": BackendEntry(
-        "shoal.backends.multiprocessing", (*WORKER_OPTIONS, "start_method", *FAULT_OPTIONS)
-    ),
-    "Multithreading": BackendEntry(
-        "shoal.backends.multithreading", ("max_num_threads", "schedule", "pin_threads", "batch_size")
-    ),
-    "Ray": BackendEntry("shoal.backends.ray", (*WORKER_OPTIONS, "ray_address", "max_num_threads", *FAULT_OPTIONS)),
+_MODULES = {
+    "PufferEnv": "shoal.pufferenv",
+    "Serial": "shoal.backends.serial",
+    "Multiprocessing": "shoal.backends.multiprocessing",
+    "Multithreading": "shoal.backends.multithreading",
+    "Ray": "shoal.backends.ray",
 }
+BUILTIN: dict[str, BackendEntry] = {
+    name: BackendEntry(module, tuple(o.name for o in OPTIONS[name])) for name, module in _MODULES.items()
+}
+
+
+def option(backend: str, name: str) -> Option | None:
+    """The table's entry for ``name`` under a built-in ``backend``; None for others."""
+    return next((o for o in OPTIONS.get(backend, ()) if o.name == name), None)
+
+
+def check_options(backend_cls: type, kwargs: dict) -> None:
+    """make()'s check of each option's value, before anything is built (cross-option rules, such as
+    batch_size dividing num_envs, are the backend's)."""
+    for klass in backend_cls.__mro__:
+        if klass.__name__ in OPTIONS and klass.__module__ == BUILTIN[klass.__name__].module:
+            for name, value in kwargs.items():
+                entry = option(klass.__name__, name)
+                if entry is not None:
+                    entry.check(value)
+            return
+
 
 # Backends registered at run time by register_backend(), by name.
 _registered: dict[str, type] = {}
@@ -103,3 +288,38 @@ def resolve_backend(backend) -> type:
             f"or pick one of {backend_names()}"
         )
     raise APIUsageError(f"backend must be a class or a name, got {backend!r}")
+
+
+def options_table() -> str:
+    """The option table as Markdown: config.ini's [vec] reference and make()'s keywords, from OPTIONS."""
+    rows = ["| key | backends | default | values | what it does |", "|---|---|---|---|---|"]
+    rows.append(
+        "| `backend` | | `PufferEnv` (make), `Multithreading` (config.ini) | "
+        + " \\| ".join(OPTIONS)
+        + " | which backend steps the envs |"
+    )
+    seen: dict[str, list[str]] = {}
+    entries: dict[str, Option] = {}
+    for backend, opts in {"(all)": COMMON, **OPTIONS}.items():
+        for opt in opts:
+            seen.setdefault(opt.name, []).append(backend)
+            entries.setdefault(opt.name, opt)
+    for name, backends in seen.items():
+        opt = entries[name]
+        default = "unset" if opt.default is None else f"`{opt.default}`"
+        allowed = opt.allowed.replace("|", "\\|")
+        rows.append(f"| `{name}` | {', '.join(backends)} | {default} | {allowed} | {opt.doc} |")
+    return "\n".join(rows) + "\n"
+
+
+def options_doc() -> str:
+    """The options of each backend as a definition list, for make()'s docstring (help(shoal.vector.make))."""
+    lines = []
+    for backend, opts in OPTIONS.items():
+        lines.append(f"    {backend}")
+        if not opts:
+            lines.append("        - no options beyond num_envs and seed")
+        for opt in opts:
+            default = "unset" if opt.default is None else repr(opt.default)
+            lines.append(f"        - {opt.name} ({opt.allowed}; default {default}): {opt.doc}")
+    return "\n".join(lines)

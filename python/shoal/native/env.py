@@ -73,12 +73,19 @@ class EpisodeLog:
         if self.episodes < self.end - self.begin:
             return []
         self.episodes = 0
-        log = self._vec.collect_log(self.begin, self.end)
-        return [self._report(log) if self._report else log]
+        return [self.report(self.collect())]
+
+    def collect(self) -> dict:
+        """The envs' episode stats summed since the last collection (and cleared), in the raw form."""
+        return self._vec.collect_log(self.begin, self.end)
+
+    def report(self, log: dict) -> dict:
+        """``log`` in the env's own form of its stats."""
+        return self._report(log) if self._report else log
 
     def clear(self) -> None:
         self.episodes = 0
-        self._vec.collect_log(self.begin, self.end)
+        self.collect()
 
 
 class NativeEnv(PufferEnv):
@@ -209,6 +216,11 @@ class NativeEnv(PufferEnv):
         if ended < 0:
             ended = self._step_converted(actions)
         return self._count_episodes(ended) if ended else []
+
+    def _stepped(self, actions) -> int:
+        """Steps every env (as step() does, without the infos); returns the episodes that ended."""
+        ended = self._vec.step_actions(actions) if type(actions) is np.ndarray else -1
+        return ended if ended >= 0 else self._step_converted(actions)
 
     def _step_converted(self, actions) -> int:
         actions = self._check_actions(actions)  # converts other dtypes, or raises

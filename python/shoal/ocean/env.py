@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
 from .. import _native
 from ..native import NativeEnv
 from ..seeding import check_seed
@@ -92,16 +90,11 @@ class OceanEnv(NativeEnv):
 
     def step(self, actions):
         # As NativeEnv's, but the log hears of every step (log_interval counts steps, not episodes).
-        ended = self._vec.step_actions(actions) if type(actions) is np.ndarray else -1
-        if ended < 0:
-            ended = self._step_converted(actions)
-        return self.observations, self.rewards, self.terminals, self.truncations, self._count_episodes(ended)
+        infos = self._count_episodes(self._stepped(actions))
+        return self.observations, self.rewards, self.terminals, self.truncations, infos
 
     def step_infos(self, actions) -> list[dict]:
-        ended = self._vec.step_actions(actions) if type(actions) is np.ndarray else -1
-        if ended < 0:
-            ended = self._step_converted(actions)
-        return self._count_episodes(ended)
+        return self._count_episodes(self._stepped(actions))
 
     @classmethod
     def _init_kwargs(cls, overrides: dict) -> tuple[dict, int | None]:
@@ -146,10 +139,10 @@ class IntervalLog:
         self.tick += 1
         if self.tick % self.interval:
             return []
-        log = self._log._vec.collect_log(self._log.begin, self._log.end)
+        log = self._log.collect()
         if not log.get("n"):
             return []
-        return [self._log._report(log)]
+        return [self._log.report(log)]
 
     def clear(self) -> None:
         # A reset restarts the count, not the Logs: PufferLib's vec_reset leaves them as they are, with

@@ -1,0 +1,159 @@
+"""`shoal bench`: the configured env under shoal's backends beside its peers, as a table and a plot."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from pathlib import Path
+
+from . import _native, benchmark
+from .benchmark import Case
+from .config import load, resolve_env
+from .optional import optional_module
+from .peers import peer_builders
+from .quiet import third_party_warnings_kept_out
+from .tuning import candidate_configs
+from .vector import make
+
+PEER_PREFIXES = ("EnvPool", "gymnasium")
+
+
+def is_peer(case: Case) -> bool:
+    return case.name.startswith(PEER_PREFIXES)
+
+
+def _calibrated(label: str, build, seconds: float) -> Case:
+    """A case whose agent-step budget makes one sample take about ``seconds``."""
+    vecenv = build()
+    try:
+        sps = benchmark.time_vecenv(vecenv, vecenv.agents_per_batch * 5, warmup_steps=3)
+    finally:
+        vecenv.close()
+    return Case(label, build, max(1, int(sps * seconds)))
+
+
+def _shoal_build(creator, config, vec: dict):
+    vec = dict(vec)
+    backend, n = vec.pop("backend"), vec.pop("num_envs")
+    return functools.partial(
+        make, creator, env_kwargs=config.env_kwargs, backend=backend, num_envs=n, seed=config.vec.get("seed", 0), **vec
+    )
+
+
+def write_plot(cases: list[Case], path: Path, title: str) -> bool:
+    """bench_figure() saved as a PNG; False when matplotlib is not installed."""
+    matplotlib = optional_module("matplotlib")
+    if matplotlib is None:
+        return False
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = bench_figure(cases, title)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def bench_figure(cases: list[Case], title: str):
+    """Horizontal bars on a log scale, the median's value written on each, peers hatched grey."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    fig, ax = plt.subplots(figsize=(10, 0.42 * len(cases) + 1.8))
+    names = [c.name + ("  (peer)" if is_peer(c) else "") for c in cases]
+    medians = [c.median for c in cases]
+    errors = [[c.median - min(c.samples) for c in cases], [max(c.samples) - c.median for c in cases]]
+    colors = ["#b0b0b0" if is_peer(c) else "#3a7ca5" for c in cases]
+    bars = ax.barh(names, medians, xerr=errors, color=colors, capsize=2)
+    for bar, case in zip(bars, cases):
+        if is_peer(case):
+            bar.set_hatch("//")
+    ax.bar_label(bars, labels=[_si(m) for m in medians], padding=4, fontsize=8)
+    ax.set_xscale("log")
+    ax.set_xlim(min(medians) / 2, max(medians) * 4)
+    ax.set_xlabel("agent steps per second (log scale; median, bars = lowest..highest sample)")
+    ax.set_title(title, fontsize=10)
+    ax.invert_yaxis()
+    ax.legend(
+        handles=[Patch(color="#3a7ca5", label="shoal"), Patch(facecolor="#b0b0b0", hatch="//", label="peer")],
+        loc="lower right",
+    )
+    fig.tight_layout()
+    return fig
+
+
+def _si(value: float) -> str:
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "K")):
+        if value >= scale:
+            return f"{value / scale:.3g}{suffix}"
+    return f"{value:.3g}"
+
+
+def cmd_bench(args, overrides) -> int:
+    config = load(args.config, overrides)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    creator, n = resolve_env(config), config.vec.get("num_envs", 1)
+    settings = candidate_configs(config)
+    peers, left_out = ([], []) if args.no_peers else peer_builders(config.env_name, creator, n)
+    print(
+        f"shoal bench: {config.env_name}, num_envs {n}: {len(settings)} shoal configurations, {len(peers)} peers, {args.repeats} repeats"
+    )
+    progress = sys.stderr.isatty() or args.progress
+    with third_party_warnings_kept_out() as kept_out:
+        cases = [_calibrated(label, _shoal_build(creator, config, vec), args.seconds) for label, vec in settings]
+        for label, build in peers:
+            try:
+                cases.append(_calibrated(label, build, args.seconds))
+            except Exception as error:  # a peer that cannot run this env is named, not fatal
+                left_out.append(f"{label}: {type(error).__name__}: {error}")
+        benchmark.run_cases(cases, args.repeats, log=(print if args.verbose else lambda *_: None), progress=progress)
+    baseline = max(cases, key=lambda c: c.name.startswith("Serial"))
+    ranked = sorted(cases, key=lambda c: -c.median)
+    rows = [benchmark.case_row(c, baseline) + ["peer" if is_peer(c) else "shoal"] for c in ranked]
+    info = benchmark.system_info(
+        {
+            "env": config.env_name,
+            "num_envs (batch)": n,
+            "config": args.config or "the embedded default config.ini",
+            "repeats": args.repeats,
+            "what is timed": "send+recv, random actions generated in advance, after "
+            f"reset and warm-up; ~{args.seconds:.1f} s per sample, cases interleaved",
+        }
+    )
+    notes = ["spread = (max - min) / median over the repeats."] + [f"Left out: {why}." for why in left_out]
+    if kept_out:
+        notes.append(f"{kept_out} third-party warnings were kept out of the output.")
+    table = benchmark.format_markdown(
+        f"shoal bench: {config.env_name}",
+        info,
+        rows,
+        ["configuration", "median SPS", "spread", "samples", f"vs {baseline.name}", "library"],
+        notes,
+    )
+    (out / "bench.md").write_text(table)
+    title = (
+        f"shoal bench: {config.env_name}, {n} envs per batch\n{info['cpu']}, {_native.physical_cores()} physical cores, "
+        f"load {info['load average (1 min) at start']}"
+    )
+    plotted = write_plot(ranked, out / "bench.png", title)
+    print(table)
+    print(
+        f"wrote {out / 'bench.md'}"
+        + (f" and {out / 'bench.png'}" if plotted else " (no plot: pip install 'shoal[plot]' for matplotlib)")
+    )
+    return 0
+
+
+def add_commands(sub) -> None:
+    bench = sub.add_parser(
+        "bench", help="the configured env under every applicable backend and thread count, beside peers"
+    )
+    bench.add_argument("--config")
+    bench.add_argument("--repeats", type=int, default=3)
+    bench.add_argument("--seconds", type=float, default=1.0, help="approximate duration of one sample")
+    bench.add_argument("--out", default="bench/results", help="directory for bench.md and bench.png")
+    bench.add_argument("--no-peers", action="store_true", help="leave out EnvPool and gymnasium's vector envs")
+    bench.add_argument("--verbose", action="store_true")
+    bench.add_argument("--progress", action="store_true", help="a progress bar even when stderr is not a terminal")
+    bench.set_defaults(func=cmd_bench)
