@@ -109,7 +109,10 @@ from shoal.cli import main
 try:
     code = main(sys.argv[1:])
 finally:
-    print(f"maxrss_kb {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}", file=sys.stderr)
+    # The peak RSS of this process image: getrusage's ru_maxrss survives exec, so it would report the
+    # pytest process that forked this one.
+    peak = next(line for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+    print(f"maxrss_kb {peak.split()[1]}", file=sys.stderr)
 sys.exit(code)
 """
 

@@ -2,6 +2,7 @@
 shoal's native core (private; use the shoal package)
 """
 from __future__ import annotations
+import collections.abc
 import numpy
 import numpy.typing
 import typing
@@ -29,10 +30,17 @@ class EnvSpec:
         ...
     def __setstate__(self, arg0: tuple) -> None:
         ...
+    def configure(self, params: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], texts: collections.abc.Sequence[str]) -> EnvSpec:
+        """
+        The spec of one vector with these parameters (env 0's row, the TEXT parameters' values): configure() run on a copy; the spec itself if it has neither configure() nor TEXT parameters.
+        """
     def describe(self) -> dict:
         """
         The spec as a dict (spaces, params, stats, time limit).
         """
+    @property
+    def configurable(self) -> bool:
+        ...
     @property
     def name(self) -> str:
         ...
@@ -126,7 +134,7 @@ def write_box_steps(results: list, observations: numpy.ndarray, rewards: numpy.n
     float32/float64/int32/int64; flags of bool or numpy.bool_. Returns -1 then; else the index of the
     first result that is not plain, and writes nothing.
     """
-ABI_VERSION: int = 3
+ABI_VERSION: int = 4
 CACHE_LINE_BYTES: int = 64
-ENV_BASE_SIZE: int = 136
+ENV_BASE_SIZE: int = 176
 __version__: str = '0.1.0'
