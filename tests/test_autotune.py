@@ -101,3 +101,22 @@ def test_ini_lines_and_the_num_envs_sweep():
 def test_min_rounds_even_when_a_round_is_slow(seed):
     cands, rounds, _ = run(seed, budget=6.0)  # one round takes 5 s: still three rounds for a spread
     assert rounds == 3
+
+
+def test_when_one_round_costs_more_than_the_budget_the_leaders_still_get_three_samples():
+    # The real run that motivated this: 25 configurations whose first round (construction and
+    # calibration included) took longer than the whole 60 s budget, leaving one sample each.
+    rng, clock, logged = np.random.default_rng(7), FakeClock(), []
+
+    def measure(cand):
+        clock.now += 15.0
+        return TRUE_SPS[cand.label] * (1 + rng.uniform(-0.08, 0.08))
+
+    cands = candidates()
+    rounds = measure_rounds(cands, measure, 60.0, clock, log=logged.append)
+    leading = {"Multithreading n=64 T=1", "Multithreading n=64 T=2", "Multithreading n=128 T=2"}
+    assert rounds == 3 and {c.label for c in cands if len(c.samples) == 3} == leading
+    assert all(len(c.samples) == 1 for c in cands if c.label not in leading)
+    assert clock.now <= 3 * 60.0
+    assert logged == ["  round 1 used the budget: the next rounds measure the 3 leaders only"]
+    assert recommend(cands, 64).label in leading

@@ -88,22 +88,47 @@ def measure_rounds(
     candidates: list[Candidate], measure: Callable, budget: float, clock=time.monotonic, log=print
 ) -> int:
     """Samples every candidate once per round, interleaved, until ``budget`` seconds of ``clock`` are
-    spent (at least 3 rounds when the first takes under a third of it). A candidate that cannot run is
-    dropped with its reason. Returns the rounds measured."""
-    started, rounds = clock(), 0
-    while candidates:
+    spent, and returns the rounds measured. There are at least 3 rounds, so that the leaders have a
+    spread: when the budget cannot afford the next full round before then, the later rounds measure
+    only the leaders (see ``leaders``), and stop anyway at 3 x ``budget``. A candidate that cannot
+    run is dropped from ``candidates`` with its reason."""
+    started, rounds, active = clock(), 0, list(candidates)
+    while active:
         round_started = clock()
-        for cand in list(candidates):
+        for cand in list(active):
             try:
                 cand.samples.append(measure(cand))
             except Exception as error:  # a configuration that cannot run is reported, not fatal
                 log(f"  {cand.label}: skipped ({type(error).__name__}: {error})")
+                active.remove(cand)
                 candidates.remove(cand)
         rounds += 1
         spent, last = clock() - started, clock() - round_started
-        if spent + last > budget and (rounds >= 3 or spent + last > 3 * budget):
+        if spent + last <= budget or not active:
+            continue
+        if rounds >= MIN_ROUNDS:
             break
+        kept = leaders(active)
+        if spent + last * len(kept) / len(active) > 3 * budget:
+            break
+        if len(kept) < len(active):
+            log(f"  round {rounds} used the budget: the next rounds measure the {len(kept)} leaders only")
+        active = kept
     return rounds
+
+
+#: rounds before autotune stops measuring (each leader then has a spread of 3 samples)
+MIN_ROUNDS = 3
+#: a leader's median is at least this share of the best median; at most MAX_LEADERS of them
+LEADER_SHARE, MAX_LEADERS = 0.75, 6
+
+
+def leaders(candidates: list[Candidate]) -> list[Candidate]:
+    """The candidates worth more samples when the budget is short: the best and those whose median
+    is within LEADER_SHARE of it, fastest first, at most MAX_LEADERS."""
+    ranked = sorted(candidates, key=lambda c: -c.median)
+    best = ranked[0].median
+    return [c for c in ranked if c.median >= LEADER_SHARE * best][:MAX_LEADERS]
 
 
 def ties(candidates: list[Candidate]) -> list[Candidate]:
@@ -157,10 +182,13 @@ def cmd_autotune(args, overrides) -> int:
         return 1
     best = recommend(candidates, configured)
     tied = ties(candidates)
-    print(f"\n{rounds} rounds; median SPS [lowest, highest sample]; = marks a tie with the best (within its noise):")
+    print(
+        f"\n{rounds} rounds; median SPS [lowest, highest sample] (samples); = marks a tie with the best (within its noise):"
+    )
     for cand in sorted(candidates, key=lambda c: -c.median)[:12]:
         mark = "=" if cand in tied else " "
-        print(f"  {mark} {cand.label:<40} {cand.median:>13,.0f}  [{cand.low:,.0f}, {cand.high:,.0f}]")
+        spread = f"[{cand.low:,.0f}, {cand.high:,.0f}] ({len(cand.samples)})"
+        print(f"  {mark} {cand.label:<40} {cand.median:>13,.0f}  {spread}")
     if kept_out:
         print(f"({kept_out} third-party warnings kept out of this output)")
     print(
