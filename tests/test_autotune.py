@@ -120,3 +120,23 @@ def test_when_one_round_costs_more_than_the_budget_the_leaders_still_get_three_s
     assert clock.now <= 3 * 60.0
     assert logged == ["  round 1 used the budget: the next rounds measure the 3 leaders only"]
     assert recommend(cands, 64).label in leading
+
+
+def test_a_family_whose_sps_stopped_growing_with_num_envs_skips_the_larger_sizes():
+    # Serial's SPS is flat in num_envs (and a sample of 16,384 envs takes 20 s to build); the
+    # native pool's grows: only the flat family stops early.
+    speed = {"Serial": lambda n: 3.0e6, "Multithreading": lambda n: 1.0e6 * n / 1024}
+    sizes = num_envs_sweep(4096)
+    cands = [Candidate(f"{b} n={n}", {"backend": b, "num_envs": n}) for n in sizes for b in speed]
+    clock, logged = FakeClock(), []
+
+    def measure(cand):
+        clock.now += 1.0
+        return speed[cand.vec["backend"]](cand.vec["num_envs"])
+
+    measure_rounds(cands, measure, 100.0, clock, log=logged.append)
+    assert sorted(c.vec["num_envs"] for c in cands if c.vec["backend"] == "Serial") == [1024, 2048]
+    assert sorted(c.vec["num_envs"] for c in cands if c.vec["backend"] == "Multithreading") == sizes
+    assert logged == [
+        f"  Serial n={n}: skipped (SPS stopped growing with num_envs in its family)" for n in (4096, 8192, 16384)
+    ]

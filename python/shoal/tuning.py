@@ -70,6 +70,11 @@ class Candidate:
     samples: list[float] = field(default_factory=list)
 
     @property
+    def family(self) -> tuple:
+        """The settings other than num_envs: one curve over the num_envs sweep."""
+        return tuple(sorted((k, v) for k, v in self.vec.items() if k not in ("num_envs", "batch_size")))
+
+    @property
     def median(self) -> float:
         ordered = sorted(self.samples)
         mid = len(ordered) // 2
@@ -96,6 +101,11 @@ def measure_rounds(
     while active:
         round_started = clock()
         for cand in list(active):
+            if rounds == 0 and _stopped_growing(cand, active):
+                log(f"  {cand.label}: skipped (SPS stopped growing with num_envs in its family)")
+                active.remove(cand)
+                candidates.remove(cand)
+                continue
             try:
                 cand.samples.append(measure(cand))
             except Exception as error:  # a configuration that cannot run is reported, not fatal
@@ -115,6 +125,21 @@ def measure_rounds(
             log(f"  round {rounds} used the budget: the next rounds measure the {len(kept)} leaders only")
         active = kept
     return rounds
+
+
+#: a larger num_envs is worth measuring only if the family's last step up gained at least this much
+GROWTH = 1.10
+
+
+def _stopped_growing(cand: Candidate, measured: list[Candidate]) -> bool:
+    """True when the same backend and threads/workers at the two next smaller num_envs were measured
+    and the larger of them was not GROWTH times faster: per-env cost dominates, and bigger batches
+    only cost construction time (Serial and Multiprocessing of 16,384 envs take 20 s a sample)."""
+    smaller = sorted(
+        (c for c in measured if c.family == cand.family and c.samples and c.vec["num_envs"] < cand.vec["num_envs"]),
+        key=lambda c: c.vec["num_envs"],
+    )
+    return len(smaller) >= 2 and smaller[-1].samples[0] < GROWTH * smaller[-2].samples[0]
 
 
 #: rounds before autotune stops measuring (each leader then has a spread of 3 samples)
