@@ -140,9 +140,12 @@ py::dict collect_log(NativeVector& v, size_t begin, size_t end) {
 py::dict pool_stats(const NativeVector& v) {
     const shoal::PoolStats stats = v.core.pool_stats();
     py::dict d;
-#define SHOAL_POOL_STAT_ITEM(type, name, description) d[#name] = stats.name;
-    SHOAL_POOL_STATS(SHOAL_POOL_STAT_ITEM)
-#undef SHOAL_POOL_STAT_ITEM
+#define SHOAL_POOL_TOTAL_ITEM(name, description) d[#name] = stats.name;
+#define SHOAL_POOL_GAUGE_ITEM(type, name, description) d[#name] = stats.name;
+    SHOAL_POOL_TOTALS(SHOAL_POOL_TOTAL_ITEM)
+    SHOAL_POOL_GAUGES(SHOAL_POOL_GAUGE_ITEM)
+#undef SHOAL_POOL_TOTAL_ITEM
+#undef SHOAL_POOL_GAUGE_ITEM
     return d;
 }
 
@@ -206,7 +209,7 @@ void bind_vector(py::module_& m) {
         .def_property_readonly(
             "num_threads", [](const V& v) { return v.core.num_threads(); },
             "Threads stepping envs, the caller included, as requested (0 and 1: the caller alone).")
-        .def("pool_stats", &pool_stats, "The worker pool's counters, by name (shoal/pool.hpp's SHOAL_POOL_STATS).")
+        .def("pool_stats", &pool_stats, "The worker pool's counters, by name (shoal/pool_stats.hpp).")
         .def(
             "env_memory",
             [](V& v, size_t i) {

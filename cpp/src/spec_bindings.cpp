@@ -88,12 +88,14 @@ Spec configure(const Spec& base, py::array_t<double, py::array::c_style | py::ar
 
 void register_specs(py::module_& m) {
     py::class_<Spec>(m, "EnvSpec", "A native env type: sizes, spaces, parameters and callbacks.")
-        .def_property_readonly("name", [](const Spec& s) { return std::string(s.spec->name); })
+        .def_property_readonly(
+            "name", [](const Spec& s) { return std::string(s.spec->name); }, "The env's NAME (SHOAL_EXPORT_ENV).")
         .def("describe", &describe, "The spec as a dict (spaces, params, stats, time limit).")
         .def("configure", &configure, py::arg("params"), py::arg("texts"),
              "The spec of one vector with these parameters (env 0's row, the TEXT parameters' values): "
              "configure() run on a copy; the spec itself if it has neither configure() nor TEXT parameters.")
-        .def_property_readonly("configurable", &configurable)
+        .def_property_readonly("configurable", &configurable,
+                               "Whether configure() makes a copy: the spec has configure() or a TEXT parameter.")
         .def(py::pickle(  // a spec crosses process boundaries as (library path, name)
             [](const Spec& s) { return py::make_tuple(s.path, s.name); },
             [](const py::tuple& state) {
