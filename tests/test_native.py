@@ -483,3 +483,14 @@ def test_physical_core_count_follows_the_affinity_mask():
         check=True,
     )
     assert result.stdout.strip() == "1"
+
+
+def test_pool_stats_and_env_memory_of_a_closed_vector_are_usage_errors():
+    # Both read the pool and the envs that close() released: a clear error, not a freed pointer.
+    env = CartPole(num_envs=4, num_threads=2)
+    env.reset(1)
+    env.close()
+    with pytest.raises(APIUsageError, match="native vector is closed"):
+        env.pool_stats()
+    with pytest.raises(APIUsageError, match="native vector is closed"):
+        env.env_memory(0)

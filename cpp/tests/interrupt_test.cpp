@@ -1,7 +1,7 @@
-// interrupt_test: stopping steps in flight (interrupt.hpp). A stop from another thread or from the
-// owner's poll ends a pipeline's jobs and a pool round early, leaving envs unstepped; the pipeline
-// refuses until clear(); the pool and the pipeline stay usable, and after a reset the envs step
-// exactly like envs that were never interrupted. Exit 0 = pass.
+// interrupt_test: stopping steps of a shoal::Vector in flight (interrupt.hpp). A stop from another
+// thread (abandon) or from the caller's poll ends a pipelined wait and a synchronous step early,
+// leaving envs unstepped; the vector refuses steps until reset(), then its envs step exactly like
+// envs that were never interrupted. Exit 0 = pass.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -12,7 +12,7 @@
 
 #include "shoal/errors.hpp"
 #include "shoal/interrupt.hpp"
-#include "shoal/pipeline.hpp"
+#include "shoal/vector.hpp"
 
 #include "bundled_envs.h"
 #include "test_support.hpp"
@@ -40,76 +40,94 @@ double stop_took(std::chrono::steady_clock::time_point start) {
     return took;
 }
 
-/// Deep envs with heavy work over their own buffers.
-struct HeavyVec {
+/// Sets env `env`'s `work` (Deep's first field after the SDK's base struct).
+void set_work(shoal_env* env, int32_t work) {
+    std::memcpy(reinterpret_cast<unsigned char*>(env) + sizeof(shoal_env), &work, sizeof work);
+}
+
+/// Deep envs with heavy work over their own buffers, in a shoal::Vector (what Python steps).
+struct Heavy {
     Storage storage;
     std::vector<double> params;
-    shoal::NativeVec vec;
+    shoal::Vector vector;
 
-    HeavyVec()
+    Heavy(unsigned pool_threads, size_t num_buffers)
         : storage(*shoal_env_spec_deep(), kEnvs),
           params(kEnvs, kWork),
-          vec(*shoal_env_spec_deep(), kEnvs, params.data(), shoal_env_spec_deep()->max_episode_steps,
-              storage.buffers()) {
-        vec.reset_range(0, kEnvs, kSeed);
+          vector(*shoal_env_spec_deep(), kEnvs, params.data(), shoal_env_spec_deep()->max_episode_steps,
+                 storage.buffers(), options(pool_threads, num_buffers)) {
+        vector.reset(kSeed);
     }
 
-    /// Sets every env's `work` (Deep's first field after the SDK's base struct).
-    void set_work(int32_t work) {
-        for (size_t i = 0; i < kEnvs; ++i)
-            std::memcpy(reinterpret_cast<unsigned char*>(vec.env(i)) + sizeof(shoal_env), &work, sizeof work);
+    static shoal::VectorOptions options(unsigned pool_threads, size_t num_buffers) {
+        shoal::VectorOptions options;
+        options.num_threads = pool_threads + 1;
+        options.num_buffers = num_buffers;
+        return options;
     }
 
-    /// Envs not stepped since their reset.
-    [[nodiscard]] size_t unstepped() const {
+    /// Envs stepped `ticks` times since their reset (or their last episode end).
+    [[nodiscard]] size_t ticked(uint32_t ticks) const {
         size_t count = 0;
-        for (size_t i = 0; i < kEnvs; ++i) count += vec.env(i)->tick == 0;
+        for (size_t i = 0; i < kEnvs; ++i) count += vector.env(i)->tick == ticks;
         return count;
     }
 };
 
-/// After `stepped` was reset: steps it with `step` and a vector that was never interrupted by hand,
-/// with the same actions and cheap work, and compares their outputs after each step.
+/// After `stepped` was reset: steps it with `step` and a NativeVec that was never interrupted, by
+/// hand, with the same actions and cheap work, and compares their outputs after each step.
 template <class Step>
-void check_like_reference(HeavyVec& stepped, const std::string& label, Step&& step) {
-    HeavyVec reference;
-    stepped.set_work(kCheapWork);
-    reference.set_work(kCheapWork);
-    std::copy(stepped.storage.actions.begin(), stepped.storage.actions.end(), reference.storage.actions.begin());
+void check_like_reference(Heavy& stepped, const std::string& label, Step&& step) {
+    Storage storage(*shoal_env_spec_deep(), kEnvs);
+    const std::vector<double> params(kEnvs, kCheapWork);
+    shoal::NativeVec reference(*shoal_env_spec_deep(), kEnvs, params.data(), shoal_env_spec_deep()->max_episode_steps,
+                               storage.buffers());
+    reference.reset_range(0, kEnvs, kSeed);
+    for (size_t i = 0; i < kEnvs; ++i) set_work(stepped.vector.env(i), kCheapWork);
+    std::copy(stepped.storage.actions.begin(), stepped.storage.actions.end(), storage.actions.begin());
     for (int round = 0; round < 3; ++round) {
         step();
-        (void)reference.vec.step_range(0, kEnvs);
+        (void)reference.step_range(0, kEnvs);
         // Final observations are left out: the interrupted step may have written rows of ended episodes.
-        check(stepped.storage.same_rows(reference.storage, 0, kEnvs),
+        check(stepped.storage.same_rows(storage, 0, kEnvs),
               label + ": outputs differ from a vector never interrupted, round " + std::to_string(round));
     }
 }
 
-/// Pipelined: two buffers in flight, a stop from another thread (or from the waiter's own poll).
+/// Int32 actions of one buffer of `envs` envs, as the bindings describe a numpy array.
+shoal::ActionArray action_array(const std::vector<int32_t>& actions) {
+    shoal::ActionArray array;
+    array.data = actions.data();
+    array.kind = 'i';
+    array.itemsize = 4;
+    array.ndim = 1;
+    array.shape[0] = actions.size();
+    array.native_layout = true;
+    return array;
+}
+
+/// Pipelined: two buffers in flight, a stop from another thread (abandon) or from the waiter's own poll.
 void stop_pipeline(unsigned pool_threads, bool by_poll) {
     const std::string label = std::string("pipeline pool=") + std::to_string(pool_threads) +
                               (by_poll ? " stopped by the poll" : " stopped by another thread");
-    HeavyVec heavy;
-    shoal::WorkerPool pool(pool_threads);
-    shoal::StopRequest stop;
-    shoal::Pipeline pipeline(heavy.vec, pool, stop, 2, heavy.storage.actions.data(), 4);
-    std::vector<int32_t> actions(kEnvs / 2, 1);
-    const auto* raw = reinterpret_cast<const unsigned char*>(actions.data());
-    std::vector<std::string> messages;
+    Heavy heavy(pool_threads, 2);
+    shoal::Vector& vector = heavy.vector;
+    const std::vector<int32_t> actions(kEnvs / 2, 1);
+    const shoal::ActionArray buffer_actions = action_array(actions);
     int asked = 0;
-    shoal::StopPoll poll(stop, [](void* count) noexcept { return ++*static_cast<int*>(count) >= 1; }, &asked);
+    const shoal::StopPoll::Ask count_and_stop = [](void* count) noexcept { return ++*static_cast<int*>(count) >= 1; };
     const auto start = std::chrono::steady_clock::now();
-    pipeline.submit(0, raw);
-    pipeline.submit(1, raw);
+    check(vector.submit(0, buffer_actions) == shoal::ActionCheck::Ready, label + ": submit() refused valid actions");
+    check(vector.submit(1, buffer_actions) == shoal::ActionCheck::Ready, label + ": submit() refused valid actions");
     std::thread stopper;
     if (!by_poll)
-        stopper = std::thread([&stop] {
+        stopper = std::thread([&vector] {
             std::this_thread::sleep_for(std::chrono::milliseconds(10));
-            stop.request();
+            vector.abandon();
         });
     bool refused = false;
     try {
-        pipeline.wait(0, messages, by_poll ? &poll : nullptr);
+        (void)vector.wait(0, by_poll ? count_and_stop : nullptr, &asked);
     } catch (const shoal::UsageError&) {
         refused = true;
     }
@@ -117,57 +135,50 @@ void stop_pipeline(unsigned pool_threads, bool by_poll) {
     if (stopper.joinable()) stopper.join();
     check(refused, label + ": wait() returned a stopped step");
     check(!by_poll || asked == 1, label + ": the poll was asked " + std::to_string(asked) + " times, not once");
-    check(heavy.unstepped() > 0, label + ": every env was stepped; the stop came too late to show");
+    check(heavy.ticked(0) > 0, label + ": every env was stepped; the stop came too late to show");
     check(took < kPromptS, label + ": the stop took " + std::to_string(took) + " s");
     try {
-        pipeline.submit(0, raw);
-        check(false, label + ": submit() accepted before clear()");
+        (void)vector.submit(0, buffer_actions);
+        check(false, label + ": submit() accepted before reset()");
     } catch (const shoal::UsageError&) {
     }
-    pipeline.clear();
-    check(!stop.requested(), label + ": clear() left the stop requested");
-    heavy.vec.reset_range(0, kEnvs, kSeed);
+    vector.reset(kSeed);
+    check(!vector.stop_requested(), label + ": reset() left the stop requested");
     check_like_reference(heavy, label, [&] {
-        pipeline.submit(0, raw);
-        pipeline.submit(1, raw);
-        pipeline.wait(0, messages);
-        pipeline.wait(1, messages);
+        (void)vector.submit(0, buffer_actions);
+        (void)vector.submit(1, buffer_actions);
+        (void)vector.wait(0);
+        (void)vector.wait(1);
     });
 }
 
 /// A synchronous step through the pool, paced, stopped by the owner's poll.
 void stop_round(unsigned pool_threads) {
     const std::string label = "round pool=" + std::to_string(pool_threads);
-    HeavyVec heavy;
-    shoal::WorkerPool pool(pool_threads);
-    shoal::StopRequest stop;
-    shoal::Pacer pacer(stop, kEnvs);
-    std::vector<int> stepped(kEnvs, 0);
-    auto piece = [&](size_t begin, size_t end) {
-        (void)heavy.vec.step_range(begin, end);
-        for (size_t i = begin; i < end; ++i) ++stepped[i];
-    };
-    auto body = [&](size_t begin, size_t end) { pacer.run(begin, end, piece); };
-    const auto step = [&](shoal::StopPoll& poll) {
-        pacer.start(poll);
-        pool.parallel_for(kEnvs, body);
-        pacer.finish();
-    };
-    // The first step is paced from its first env (the pacer has not learnt the envs' cost yet);
+    Heavy heavy(pool_threads, 1);
+    shoal::Vector& vector = heavy.vector;
+    // The first step is paced from its first env (the vector has not learnt the envs' cost yet);
     // the poll says stop at its first question, kStopPollNs after the step started.
-    shoal::StopPoll now(stop, [](void*) noexcept { return true; }, nullptr);
     const auto start = std::chrono::steady_clock::now();
-    step(now);
+    bool refused = false;
+    try {
+        (void)vector.step(nullptr, [](void*) noexcept { return true; }, nullptr);
+    } catch (const shoal::UsageError&) {
+        refused = true;
+    }
     const double took = stop_took(start);
-    check(stop.requested(), label + ": the poll did not stop the step");
-    check(std::count(stepped.begin(), stepped.end(), 0) > 0, label + ": every env was stepped; the stop came too late");
-    check(std::count(stepped.begin(), stepped.end(), 2) == 0, label + ": an env was stepped twice");
+    check(refused && vector.stop_requested(), label + ": the poll did not stop the step");
+    check(heavy.ticked(0) > 0, label + ": every env was stepped; the stop came too late");
+    check(heavy.ticked(2) == 0, label + ": an env was stepped twice");
     check(took < kPromptS, label + ": the stop took " + std::to_string(took) + " s");
-    // The pool is usable again, and the envs step like new ones once reset.
-    shoal::StopPoll never(stop, [](void*) noexcept { return false; }, nullptr);
-    stop.clear();
-    heavy.vec.reset_range(0, kEnvs, kSeed);
-    check_like_reference(heavy, label, [&] { step(never); });
+    try {
+        (void)vector.step();
+        check(false, label + ": step() accepted before reset()");
+    } catch (const shoal::UsageError&) {
+    }
+    // The vector is usable again, and its envs step like new ones once reset.
+    vector.reset(kSeed);
+    check_like_reference(heavy, label, [&] { (void)vector.step(); });
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
-// vec_parity: every bundled env stepped by the worker pool must match a single-threaded reference
-// bit for bit, while the thread count and the schedule change under it. Also the soak test:
-// SHOAL_SOAK_STEPS batch steps (default 1,000,000 in a plain build, fewer under sanitizers).
+// vec_parity: every bundled env stepped by shoal::Vector (what Python steps) must match a
+// single-threaded reference bit for bit, while the thread count and the schedule change under it.
+// Also the soak test: SHOAL_SOAK_STEPS batch steps (default 1,000,000 in a plain build, fewer under sanitizers).
 //
 // Exit 0 = pass; a failure prints the env, step and buffer that differ.
 #include <cstdio>
@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "shoal/env.h"
-#include "shoal/pool.hpp"
 #include "shoal/vec.hpp"
+#include "shoal/vector.hpp"
 
 #include "bundled_envs.h"
 #include "test_support.hpp"
@@ -35,52 +35,63 @@ void fill_actions(const shoal_env_spec& spec, Storage& storage, std::mt19937& rn
     }
 }
 
-/// Steps a reference (caller only, one range) and a pooled vector in lockstep for `steps` batch
-/// steps, changing the pool's thread count and schedule every `change_every` steps.
+/// Steps a reference (one NativeVec, caller only, one range) and a shoal::Vector in lockstep for
+/// `steps` batch steps, changing the vector's thread count and schedule every `change_every` steps.
 void run_parity(const shoal_env_spec& spec, size_t num_envs, size_t steps, size_t change_every,
                 const std::vector<double>& params) {
-    Storage reference_storage(spec, num_envs), pooled_storage(spec, num_envs);
-    shoal::NativeVec reference(spec, num_envs, params.empty() ? nullptr : params.data(), spec.max_episode_steps,
-                               reference_storage.buffers());
-    shoal::NativeVec pooled(spec, num_envs, params.empty() ? nullptr : params.data(), spec.max_episode_steps,
-                            pooled_storage.buffers());
-    shoal::WorkerPool pool(1);
-    const unsigned thread_plan[] = {1, 0, 2, 7, 3, 1, 0, 2};
+    Storage reference_storage(spec, num_envs), vector_storage(spec, num_envs);
+    const double* rows = params.empty() ? nullptr : params.data();
+    shoal::NativeVec reference(spec, num_envs, rows, spec.max_episode_steps, reference_storage.buffers());
+    shoal::VectorOptions options;
+    options.num_threads = 2;
+    shoal::Vector vector(spec, num_envs, rows, spec.max_episode_steps, vector_storage.buffers(), options);
+    const unsigned thread_plan[] = {2, 1, 3, 8, 4, 2, 0, 3};
     std::mt19937 rng(1234);
 
     reference.reset_range(0, num_envs, 99);
-    auto reset_body = [&](size_t begin, size_t end) { pooled.reset_range(begin, end, 99); };
-    pool.parallel_for(num_envs, reset_body);
+    vector.reset(99);
     std::string which;
-    check(reference_storage.same(pooled_storage, which), std::string(spec.name) + ": reset differs in " + which);
+    check(reference_storage.same(vector_storage, which), std::string(spec.name) + ": reset differs in " + which);
 
-    uint64_t episodes_reference = 0, episodes_pooled = 0;
-    std::atomic<uint64_t> episodes_counter{0};
-    auto step_body = [&](size_t begin, size_t end) {
-        episodes_counter.fetch_add(pooled.step_range(begin, end), std::memory_order_relaxed);
-    };
+    uint64_t episodes_reference = 0, episodes_vector = 0;
     for (size_t t = 0; t < steps; ++t) {
         if (t % change_every == 0) {
             const size_t phase = t / change_every;
-            pool.resize(thread_plan[phase % 8]);
-            shoal::PoolOptions options;
-            options.schedule = phase % 2 ? shoal::Schedule::Dynamic : shoal::Schedule::Static;
-            options.dynamic_chunk = phase % 3;  // 0 = auto, 1, 2
-            pool.set_options(options);
+            vector.set_num_threads(thread_plan[phase % 8]);
+            // dynamic_chunk 0 = auto, 1, 2
+            vector.set_schedule(phase % 2 ? shoal::Schedule::Dynamic : shoal::Schedule::Static, phase % 3);
         }
         fill_actions(spec, reference_storage, rng);
-        pooled_storage.actions = reference_storage.actions;
         episodes_reference += reference.step_range(0, num_envs);
-        pool.parallel_for(num_envs, step_body);
-        if (!reference_storage.same(pooled_storage, which)) {
+        // Odd steps hand the actions over as the bindings do (checked, copied by each range), even
+        // steps write them into the vector's own action buffer first.
+        if (t % 2) {
+            shoal::ActionArray actions;
+            actions.data = reference_storage.actions.data();
+            actions.kind = spec.action_kind == SHOAL_ACTION_BOX ? 'f' : 'i';
+            actions.itemsize = 4;
+            actions.ndim = spec.action_kind == SHOAL_ACTION_DISCRETE ? 1 : 2;
+            actions.shape[0] = num_envs * size_t(spec.num_agents);
+            actions.shape[1] = size_t(spec.action_dims);
+            actions.native_layout = true;
+            const shoal::StepResult result = vector.step(actions);
+            if (result.actions != shoal::ActionCheck::Ready) {
+                check(false, std::string(spec.name) + ": step " + std::to_string(t) + " refused valid actions");
+                return;
+            }
+            episodes_vector += result.episodes;
+        } else {
+            vector_storage.actions = reference_storage.actions;
+            episodes_vector += vector.step();
+        }
+        if (!reference_storage.same(vector_storage, which)) {
             check(false, std::string(spec.name) + ": step " + std::to_string(t) + " differs in " + which);
             return;
         }
     }
-    episodes_pooled = episodes_counter.load();
-    check(episodes_reference == episodes_pooled, std::string(spec.name) + ": episode counts differ");
+    check(episodes_reference == episodes_vector, std::string(spec.name) + ": episode counts differ");
     check(episodes_reference > 0, std::string(spec.name) + ": no episode ended; the test would prove little");
-    const shoal::EpisodeTally a = reference.collect_log(), b = pooled.collect_log();
+    const shoal::EpisodeTally a = reference.collect_log(), b = vector.collect_log(0, num_envs);
     check(a.episodes == b.episodes && a.return_sum == b.return_sum && a.length_sum == b.length_sum,
           std::string(spec.name) + ": episode logs differ");
 }

@@ -40,10 +40,14 @@ class EnvSpec:
         """
     @property
     def configurable(self) -> bool:
-        ...
+        """
+        Whether configure() makes a copy: the spec has configure() or a TEXT parameter.
+        """
     @property
     def name(self) -> str:
-        ...
+        """
+        The env's NAME (SHOAL_EXPORT_ENV).
+        """
 class Vector:
     """
     Native envs over caller-owned buffers, stepped by a worker pool.
@@ -55,22 +59,36 @@ class Vector:
         Stops the step in flight at the next env boundary (from any thread); refusals follow until reset().
         """
     def close(self) -> None:
-        ...
+        """
+        Stops steps in flight, joins the threads and releases the envs (GIL released); closing twice does nothing.
+        """
     def collect_log(self, begin: typing.SupportsInt | typing.SupportsIndex, end: typing.SupportsInt | typing.SupportsIndex) -> dict:
-        ...
+        """
+        Episode stats of envs [begin, end) since the last collection, cleared: a dict of 'episodes' and, when some ended, the mean 'episode_return', 'episode_length' and each stat of the env.
+        """
     def env_memory(self, index: typing.SupportsInt | typing.SupportsIndex) -> memoryview:
-        ...
+        """
+        Raw bytes of env `index`'s struct (tests read and write env state through it).
+        """
     def pool_stats(self) -> dict:
-        ...
+        """
+        The worker pool's counters, by name (shoal/pool_stats.hpp).
+        """
     def reset(self, seed: typing.SupportsInt | typing.SupportsIndex) -> None:
-        ...
+        """
+        Seeds env i from env_seed(seed, i) and resets every env (GIL released); forgets an interrupted step. Raises EnvError for env failures.
+        """
     def set_num_threads(self, num_threads: typing.SupportsInt | typing.SupportsIndex) -> None:
-        ...
+        """
+        Changes the number of threads stepping envs, the caller included, between steps.
+        """
     def set_schedule(self, schedule: str, dynamic_chunk: typing.SupportsInt | typing.SupportsIndex = 0) -> None:
-        ...
+        """
+        Changes how envs are shared out between steps: 'static' slices or 'dynamic' chunks of dynamic_chunk envs (0 = auto).
+        """
     def step(self) -> int:
         """
-        Steps every env once (GIL released); returns episodes ended.
+        Steps every env once with the actions in the buffer (GIL released); returns episodes ended.
         """
     def step_actions(self, actions: numpy.ndarray) -> int:
         """
@@ -86,13 +104,19 @@ class Vector:
         """
     @property
     def closed(self) -> bool:
-        ...
+        """
+        Whether close() was called.
+        """
     @property
     def num_buffers(self) -> int:
-        ...
+        """
+        Buffers the envs form (1: not pipelined).
+        """
     @property
     def num_threads(self) -> int:
-        ...
+        """
+        Threads stepping envs, the caller included, as requested (0 and 1: the caller alone).
+        """
 def bundled_names() -> list[str]:
     """
     Names of the bundled envs.

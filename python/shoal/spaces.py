@@ -59,7 +59,7 @@ class ActionChecker:
     APIUsageError naming the dtype or the values. Integer spaces take every numpy integer dtype,
     Box every integer and float dtype; bool, complex, object and text dtypes are refused. Native
     vectors read native-endian, contiguous int32/float32 in place after their own check of the same
-    rule (bindings.cpp ``check_actions``); everything else comes here.
+    rule (``shoal::Vector::check_actions`` in vector.hpp); everything else comes here.
     """
 
     def __init__(self, space: spaces.Space, rows: int):

@@ -34,6 +34,8 @@
 
 #include "shoal/detail/sync.hpp"
 #include "shoal/errors.hpp"
+#include "shoal/pool_stats.hpp"
+#include "shoal/rounds.hpp"
 #include "shoal/topology.hpp"
 #include "shoal/waiting.hpp"
 
@@ -47,12 +49,6 @@
 
 namespace shoal {
 
-/// How the items of a round are split among participants.
-enum class Schedule : uint8_t {
-    Static,   ///< one contiguous slice per participant (caller = 0); idle participants steal the rest
-    Dynamic,  ///< many equal chunks handed out from one counter (envs of uneven cost)
-};
-
 /// Settings of a WorkerPool; change them between rounds with set_options().
 struct PoolOptions {
     Schedule schedule = Schedule::Static;
@@ -62,46 +58,13 @@ struct PoolOptions {
     unsigned reserved_cpus = 1;       ///< for auto: CPUs kept for busy threads outside the workers (the caller)
 };
 
-/// The fields of PoolStats, written once: X(type, name, description). Totals count since the
-/// workers were (re)started; gauges describe the moment. The bindings export every field by name.
-#define SHOAL_POOL_STATS(X)                                                                          \
-    X(uint64_t, rounds, "run() calls with num_items > 0")                                            \
-    X(uint64_t, chunks_by_caller, "chunks executed by the calling thread")                           \
-    X(uint64_t, chunks_by_workers, "chunks executed by worker threads")                              \
-    X(uint64_t, worker_sleeps, "times a worker's spin budget ran out and it slept on its wait word") \
-    X(uint64_t, worker_wakeups, "sleeps on the wait word that ended with a new round")               \
-    X(uint64_t, spin_hits, "rounds that found a worker spinning (no syscall involved)")              \
-    X(uint64_t, futex_wakes, "wake-ups of sleeping workers (OS calls) issued by the caller")         \
-    X(uint64_t, preemptions, "times a spinning worker noticed it had been descheduled")              \
-    X(uint64_t, parks, "times a worker parked (stopped awaiting rounds for a while)")                \
-    X(uint64_t, late_arrivals, "rounds in which a worker found its own slice already taken")         \
-    X(uint64_t, steals, "static chunks taken from another participant's slice")                      \
-    X(uint64_t, caller_yields, "sched_yield calls by the caller while joining")                      \
-    X(uint64_t, caller_wait_ns, "time the caller spent waiting for chunks in progress")              \
-    X(uint64_t, mean_spin_budget_ns, "gauge: mean current spin budget of the workers")               \
-    X(unsigned, parked_workers, "gauge: workers parked right now")                                   \
-    X(unsigned, active_limit, "gauge: workers allowed to be active (spin tokens)")
-
-/// Counters for tuning (see SHOAL_POOL_STATS).
-struct PoolStats {
-#define SHOAL_POOL_STAT_FIELD(type, name, description) type name = 0;
-    SHOAL_POOL_STATS(SHOAL_POOL_STAT_FIELD)
-#undef SHOAL_POOL_STAT_FIELD
-};
-
-namespace detail {
-
-/// Sub-chunks per static slice: the granularity at which a missing participant's slice is shared.
-inline constexpr size_t kSubChunksPerSlice = 16;
-/// Dynamic auto chunking: this many chunks per participant.
-inline constexpr size_t kDynamicChunksPerParticipant = 8;
-
-}  // namespace detail
-
 /// Persistent threads that run fork-join rounds together with the calling thread.
 class WorkerPool {
 public:
-    using Body = void (*)(void* context, size_t begin, size_t end);
+    using Body = detail::RoundBody;
+    using Round = detail::Round;
+    using Participation = detail::Participation;
+    using ClaimSlot = detail::ClaimSlot;
 
     /// @brief Starts `num_threads` workers (besides the caller); 0 = the caller does everything.
     /// @throws std::system_error if a thread cannot be created.
@@ -130,7 +93,7 @@ public:
         BusyGuard guard(busy_);
         detail::bump(caller_.rounds);
         if (num_threads_ == 0 || num_items == 1) {
-            detail::bump(caller_.chunks);
+            detail::bump(caller_.chunks_by_caller);
             body(context, 0, num_items);
             return;
         }
@@ -142,12 +105,12 @@ public:
         const Round round = publish(num_items, body, context);
         Participation mine;
         participate(round, 0, mine);
-        detail::bump(caller_.chunks, mine.chunks);
+        detail::bump(caller_.chunks_by_caller, mine.chunks);
         if (mine.steals) detail::bump(caller_.steals, mine.steals);
         join(num_items - mine.done);
         const uint64_t wall_end = detail::now_ns();
         last_round_ns_ = wall_end - wall_start;
-        if (measure_cpu) note_caller_cpu(wall_end, last_round_ns_, detail::thread_cpu_ns() - cpu_start);
+        if (measure_cpu) lobby_.note_caller_cpu(wall_end, last_round_ns_, detail::thread_cpu_ns() - cpu_start);
         if (error_claimed_.load(std::memory_order_relaxed)) {
             // `error_` was written before its writer's release increment of `worker_items_`, which
             // join() acquired (or by this thread), so reading it here is ordered after the write.
@@ -179,11 +142,9 @@ public:
         recover_after_fork();
         BusyGuard guard(busy_);
         const bool repin = options.pin_threads != options_.pin_threads;
-        const int old_limit = static_cast<int>(active_limit());
+        const unsigned old_limit = active_limit();
         options_ = options;
-        // tokens_ = limit - holders. Holders keep their token; the count may go negative for a
-        // while and recovers as they park.
-        tokens_.fetch_add(static_cast<int>(active_limit()) - old_limit, std::memory_order_relaxed);
+        lobby_.change_limit(old_limit, active_limit());
         if (repin) {
             for (unsigned i = 0; i < num_threads_; ++i) apply_affinity(i);
         }
@@ -195,26 +156,13 @@ public:
     /// Sums the counters of the caller and the workers. Call it from the thread that owns the pool.
     [[nodiscard]] PoolStats stats() const noexcept {
         PoolStats s;
-        const auto get = [](const std::atomic<uint64_t>& counter) { return counter.load(std::memory_order_relaxed); };
-        s.rounds = get(caller_.rounds);
-        s.chunks_by_caller = get(caller_.chunks);
-        s.steals = get(caller_.steals);
-        s.futex_wakes = get(caller_.futex_wakes);
-        s.caller_yields = get(caller_.yields);
-        s.caller_wait_ns = get(caller_.wait_ns);
+        caller_.add_to(s);
         uint64_t budget_sum = 0;
         for (unsigned i = 0; i < num_threads_; ++i) {
             const WorkerState& w = workers_[i];
-            s.chunks_by_workers += get(w.chunks);
-            s.worker_sleeps += get(w.sleeps);
-            s.worker_wakeups += get(w.wakeups);
-            s.spin_hits += get(w.spin_hits);
-            s.preemptions += get(w.preemptions);
-            s.parks += get(w.parks);
-            s.late_arrivals += get(w.late_arrivals);
-            s.steals += get(w.steals);
-            budget_sum += get(w.spin_budget_gauge);
-            s.parked_workers += w.parked_gauge.load(std::memory_order_relaxed) ? 1 : 0;
+            w.counters.add_to(s);
+            budget_sum += w.waiter.spin_budget_gauge.load(std::memory_order_relaxed);
+            s.parked_workers += w.waiter.parked_gauge.load(std::memory_order_relaxed) ? 1 : 0;
         }
         s.mean_spin_budget_ns = num_threads_ ? budget_sum / num_threads_ : 0;
         s.active_limit = std::min(active_limit(), num_threads_);
@@ -222,43 +170,15 @@ public:
     }
 
 private:
-    /// What a participant needs to know about one round (read once, validated by the seqlock).
-    struct Round {
-        uint64_t tag = 0;
-        Body body = nullptr;
-        void* context = nullptr;
-        size_t num_items = 0;
-        size_t slices = 0;       // Static: number of slices
-        size_t chunk_items = 0;  // Dynamic: items per chunk
-        Schedule schedule = Schedule::Static;
-    };
-
-    /// What one participant did in one round.
-    struct Participation {
-        size_t done = 0;  // items
-        uint64_t chunks = 0, steals = 0;
-        bool late = false;  // a worker that found its own slice already taken
-    };
-
     /// Per-worker state; alignas keeps every worker's state off the other workers' lines.
     struct alignas(detail::kCacheLine) WorkerState {
         WorkerPool* pool = nullptr;
         unsigned index = 0;      // worker i is participant i + 1
         uint32_t start_gen = 0;  // `gen` when the thread was created
         detail::Thread thread;
-        waiting::WorkerWaiting waiting;  // touched only by the worker itself
-        bool has_token = false;
+        waiting::Waiter waiter;  // touched only by the worker itself
         uint64_t last_tag = 0;
-        // Counters written only by this worker, read by stats().
-        alignas(detail::kCacheLine) std::atomic<uint64_t> chunks{0};
-        std::atomic<uint64_t> sleeps{0}, wakeups{0}, spin_hits{0}, preemptions{0}, parks{0};
-        std::atomic<uint64_t> late_arrivals{0}, steals{0}, spin_budget_gauge{waiting::kInitialSpinNs};
-        std::atomic<bool> parked_gauge{false};
-    };
-
-    /// A claim word alone on its cache line (one per static slice; one for the dynamic counter).
-    struct alignas(detail::kCacheLine) ClaimSlot {
-        std::atomic<uint64_t> word{0};
+        PoolCounters counters;  // written only by this worker, read by stats()
     };
 
     /// Marks the pool busy for the duration of run()/resize()/set_options().
@@ -307,36 +227,11 @@ private:
     // chunks after it. A worker's chunks are ordered before its release fetch_add on
     // `worker_items_`, which the caller's acquire load in join() reads. These atomics are what TSan
     // sees; the wait word and the spinning only tell a worker *when* to look.
-    //
-    // Rule (late workers and claims). A worker may validate round r and then be descheduled for
-    // arbitrarily long while the caller finishes r and publishes later rounds. It can still only
-    // claim via claim(), which requires the word's tag to be r (chunks left) or older than r
-    // (first touch in r). Round r ends only after the caller has claimed every remaining chunk of
-    // every slice of r, which leaves each of those words tagged r or later and empty. So a claim
-    // that succeeds is a genuine chunk of round r, and round r cannot have ended: the caller waits
-    // for its items. Tags are round numbers mod 2^36; confusing them would need one worker to stall
-    // for 2^35 rounds.
-
     Round publish(size_t num_items, Body body, void* context) {
         const uint64_t number = ++round_;
         const size_t participants = static_cast<size_t>(num_threads_) + 1;
-        Round round;
-        round.tag = number & detail::kTagMask;
-        round.body = body;
-        round.context = context;
-        round.num_items = num_items;
-        round.schedule = options_.schedule;
-        if (round.schedule == Schedule::Static) {
-            round.slices = std::min(num_items, participants);
-        } else {
-            size_t chunk = options_.dynamic_chunk;
-            if (chunk == 0) {
-                const size_t target = participants * detail::kDynamicChunksPerParticipant;
-                chunk = (num_items + target - 1) / target;
-            }
-            round.chunk_items =
-                std::max(chunk, (num_items + detail::kMaxChunksPerWord - 1) / detail::kMaxChunksPerWord);
-        }
+        const Round round = detail::plan_round(number, num_items, participants, options_.schedule,
+                                               options_.dynamic_chunk, body, context);
         error_claimed_.store(false, std::memory_order_relaxed);
         job_.seq.store(2 * number - 1, std::memory_order_relaxed);
         job_.body.store(body, std::memory_order_release);
@@ -347,12 +242,7 @@ private:
         job_.schedule.store(round.schedule, std::memory_order_release);
         job_.seq.store(2 * number, std::memory_order_release);
         job_.gen.store(job_.gen.load(std::memory_order_relaxed) + 1, std::memory_order_seq_cst);
-        const uint32_t requests = sleep_requests_.load(std::memory_order_seq_cst);
-        if (requests != requests_served_) {
-            requests_served_ = requests;
-            platform::wake_all(&job_.gen);
-            detail::bump(caller_.futex_wakes);
-        }
+        if (lobby_.wake_sleepers()) detail::bump(caller_.futex_wakes);
         return round;
     }
 
@@ -384,53 +274,10 @@ private:
         }
     }
 
-    /**
-     * Claims and runs chunks of `round` as participant `p` until none is left.
-     * Static: own slice from the front first, then the other slices from the back (stealing).
-     */
+    /// Claims and runs chunks of `round` as participant `p` until none is left (rounds.hpp).
     void participate(const Round& round, size_t p, Participation& out) noexcept {
-        const detail::FirstTouch first_touch = p == 0 ? detail::FirstTouch::Always : detail::FirstTouch::IfOlder;
-        if (round.schedule == Schedule::Dynamic) {
-            const size_t count = (round.num_items + round.chunk_items - 1) / round.chunk_items;
-            for (int64_t c; (c = detail::claim(dynamic_.word, round.tag, count, false, first_touch)) >= 0;) {
-                const size_t begin = static_cast<size_t>(c) * round.chunk_items;
-                const size_t end = std::min(round.num_items, begin + round.chunk_items);
-                run_chunk(round, begin, end);
-                out.done += end - begin;
-                ++out.chunks;
-            }
-            return;
-        }
-        const size_t slices = round.slices;
-        const size_t base = round.num_items / slices, extra = round.num_items % slices;
-        const auto drain = [&](size_t j, bool from_back) {
-            const size_t begin = j * base + std::min(j, extra);
-            const size_t length = base + (j < extra ? 1 : 0);
-            const size_t subs = std::min(length, detail::kSubChunksPerSlice);
-            size_t taken = 0;
-            // The owner takes half of what is left of its slice at a time (8, 4, 2, 1, 1 of 16
-            // sub-chunks), each run as one range; thieves take one sub-chunk at a time from the back.
-            const detail::Take take = from_back ? detail::Take::Back : detail::Take::FrontHalf;
-            uint64_t run = 0;
-            for (int64_t sub;
-                 (sub = detail::claim_run(slots_[j].word, round.tag, subs, take, first_touch, &run)) >= 0;) {
-                const size_t s = static_cast<size_t>(sub);
-                const size_t sub_begin = begin + length * s / subs;
-                const size_t sub_end = begin + length * (s + run) / subs;
-                run_chunk(round, sub_begin, sub_end);
-                out.done += sub_end - sub_begin;
-                ++taken;
-            }
-            out.chunks += taken;
-            return taken;
-        };
-        if (p < slices && drain(p, false) == 0 && p != 0) out.late = true;
-        for (size_t k = 1; k <= slices; ++k) {
-            // The caller walks the slices backwards (the highest workers start last); worker p goes
-            // forward from its own slice, so thieves spread over different victims.
-            const size_t j = p == 0 ? slices - k : (p + k) % slices;
-            if (j != p) out.steals += drain(j, true);
-        }
+        detail::participate(round, p, slots_.get(), dynamic_, out,
+                            [this](const Round& r, size_t begin, size_t end) { run_chunk(r, begin, end); });
     }
 
     // ---- join ----------------------------------------------------------------------------------
@@ -458,8 +305,8 @@ private:
                 ++yields;
             }
         }
-        detail::bump(caller_.wait_ns, detail::now_ns() - start);
-        if (yields) detail::bump(caller_.yields, yields);
+        detail::bump(caller_.caller_wait_ns, detail::now_ns() - start);
+        if (yields) detail::bump(caller_.caller_yields, yields);
     }
 
     // ---- workers -------------------------------------------------------------------------------
@@ -472,15 +319,15 @@ private:
 
     void worker_loop(WorkerState& w) noexcept {
         uint32_t seen = w.start_gen;
-        w.waiting.rebase_cpu_clock();
+        w.waiter.waiting.rebase_cpu_clock();
         started_.fetch_add(1, std::memory_order_release);
         const size_t participant = static_cast<size_t>(w.index) + 1;
         for (;;) {
-            seen = wait_for_round(w, seen);
+            seen = lobby_.wait_for_round(w.waiter, seen);
             if (stop_.load(std::memory_order_acquire)) break;
             // Only token holders take chunks: a worker back from parking would otherwise grab a
             // chunk while every CPU is busy, get descheduled holding it, and make the caller wait.
-            if (!w.has_token) continue;
+            if (!w.waiter.has_token) continue;
             Round round;
             if (!read_round(round) || round.tag == w.last_tag) continue;
             w.last_tag = round.tag;
@@ -491,152 +338,24 @@ private:
             participate(round, participant, mine);
             if (mine.done != 0) worker_items_.fetch_add(mine.done, std::memory_order_release);
             const uint64_t finished = detail::now_ns();
-            if (finished - started > waiting::kPreemptNs && w.waiting.preempted_while_working(finished)) {
-                note_contention(w, finished);
+            if (finished - started > waiting::kPreemptNs && w.waiter.waiting.preempted_while_working(finished)) {
+                lobby_.note_contention(w.waiter, finished);
             }
-            if (mine.chunks) detail::bump(w.chunks, mine.chunks);
-            if (mine.steals) detail::bump(w.steals, mine.steals);
-            if (mine.late) detail::bump(w.late_arrivals);
-            w.waiting.note_wake_outcome(mine.chunks != 0);
+            if (mine.chunks) detail::bump(w.counters.chunks_by_workers, mine.chunks);
+            if (mine.steals) detail::bump(w.counters.steals, mine.steals);
+            if (mine.late) detail::bump(w.counters.late_arrivals);
+            w.waiter.waiting.note_wake_outcome(mine.chunks != 0);
         }
-        if (w.has_token) release_token(w);
+        if (w.waiter.has_token) lobby_.release_token(w.waiter);
     }
 
-    // ---- waiting between rounds (the policy is argued in waiting.hpp) ---------------------------
+    // ---- waiting between rounds (waiting.hpp's Lobby) ----------------------------------------
 
+    /// Workers that may spin or sleep awaiting rounds at once (the spin tokens).
     [[nodiscard]] unsigned active_limit() const noexcept {
         if (options_.max_active_workers != 0) return options_.max_active_workers;
         const unsigned reserved = std::max(1u, options_.reserved_cpus);
         return cpu_count_ > reserved ? cpu_count_ - reserved : 0;
-    }
-
-    bool try_take_token(WorkerState& w) noexcept {
-        int tokens = tokens_.load(std::memory_order_relaxed);
-        while (tokens > 0) {
-            if (tokens_.compare_exchange_weak(tokens, tokens - 1, std::memory_order_relaxed)) {
-                w.has_token = true;
-                return true;
-            }
-        }
-        return false;
-    }
-
-    void release_token(WorkerState& w) noexcept {
-        w.has_token = false;
-        tokens_.fetch_add(1, std::memory_order_relaxed);
-    }
-
-    void note_contention(WorkerState& w, uint64_t now) noexcept {
-        detail::bump(w.preemptions);
-        w.waiting.note_contention(now);
-    }
-
-    void learn_gap(WorkerState& w, uint64_t gap_ns) noexcept {
-        w.spin_budget_gauge.store(w.waiting.learn_gap(gap_ns), std::memory_order_relaxed);
-    }
-
-    /// The caller's own contention evidence: it lost more than kPreemptNs of a round to being
-    /// descheduled (typically to its own woken workers plus a competing process). Workers then park
-    /// as after their own detection, with the caller's backoff level.
-    void note_caller_cpu(uint64_t now, uint64_t wall, uint64_t cpu) noexcept {
-        if (wall > cpu + waiting::kPreemptNs) {
-            park_all_until_ns_.store(caller_backoff_.raise(now), std::memory_order_relaxed);
-        } else {
-            caller_backoff_.relax(now);
-        }
-    }
-
-    /// Parks until `until_ns` or until stop_workers() bumps `park_word_`.
-    void park(WorkerState& w, uint64_t until_ns) noexcept {
-        if (w.has_token) release_token(w);
-        detail::bump(w.parks);
-        w.parked_gauge.store(true, std::memory_order_relaxed);
-        // Same pattern as `gen`/`sleep_requests`: stop_workers() stores `stop_`, then bumps
-        // `park_word_` (both seq_cst), so either we see `stop_` or the wait sees a changed word.
-        const uint32_t word = park_word_.load(std::memory_order_seq_cst);
-        while (!stop_.load(std::memory_order_seq_cst)) {
-            const uint64_t now = detail::now_ns();
-            if (now >= until_ns) break;
-            platform::wait_for(&park_word_, word, until_ns - now);
-            if (park_word_.load(std::memory_order_seq_cst) != word) break;
-        }
-        w.parked_gauge.store(false, std::memory_order_relaxed);
-        w.waiting.rebase_cpu_clock();
-    }
-
-    /// How a spin for the next round ended.
-    enum class SpinEnd : uint8_t { Arrived, Preempted, BudgetSpent };
-
-    /// Spins for a `gen` other than `seen` within the worker's budget; on arrival `gen` holds it.
-    SpinEnd spin_for_round(WorkerState& w, uint32_t seen, uint64_t idle_since, bool parked, uint32_t& gen) noexcept {
-        const uint64_t start = detail::now_ns();
-        uint64_t last = start;
-        for (unsigned i = 1;; ++i) {
-            detail::cpu_relax();
-            gen = job_.gen.load(std::memory_order_acquire);
-            if (gen != seen) {
-                const uint64_t now = detail::now_ns();
-                if (now - last > waiting::kPreemptNs) {
-                    note_contention(w, now);  // the round arrived while this thread was off its CPU
-                } else {
-                    detail::bump(w.spin_hits);
-                    w.waiting.backoff.relax(now);
-                    if (!parked) learn_gap(w, now - idle_since);
-                }
-                return SpinEnd::Arrived;
-            }
-            if (i % waiting::kClockCheckEvery == 0) {
-                const uint64_t now = detail::now_ns();
-                if (now - last > waiting::kPreemptNs) {
-                    note_contention(w, now);
-                    return SpinEnd::Preempted;
-                }
-                last = now;
-                if (now - start >= w.waiting.spin_budget_ns) return SpinEnd::BudgetSpent;
-            }
-        }
-    }
-
-    /// Sleeps on `gen` until the caller publishes a round other than `seen` (rule "no lost
-    /// wake-up" above) and returns it.
-    uint32_t sleep_for_round(WorkerState& w, uint32_t seen, uint64_t idle_since, bool parked) noexcept {
-        detail::bump(w.sleeps);
-        sleep_requests_.fetch_add(1, std::memory_order_seq_cst);
-        uint32_t gen;
-        while ((gen = job_.gen.load(std::memory_order_seq_cst)) == seen) platform::wait(&job_.gen, seen);
-        detail::bump(w.wakeups);
-        w.waiting.woken = true;
-        w.waiting.rebase_cpu_clock();
-        if (!parked) learn_gap(w, detail::now_ns() - idle_since);
-        return gen;
-    }
-
-    /// Waits for a `gen` value different from `seen` (a new round, or stop) and returns it:
-    /// parks while told to (contention backoff, no spin token), else spins, else sleeps.
-    uint32_t wait_for_round(WorkerState& w, uint32_t seen) noexcept {
-        const uint64_t idle_since = detail::now_ns();
-        bool parked = false;  // a parked wait says nothing about the gap between rounds
-        w.waiting.woken = false;
-        for (;;) {
-            uint32_t gen = job_.gen.load(std::memory_order_acquire);
-            if (gen != seen) return gen;
-            const uint64_t now = detail::now_ns();
-            const uint64_t park_all_until = park_all_until_ns_.load(std::memory_order_relaxed);
-            if (now < park_all_until) w.waiting.park_until_ns = std::max(w.waiting.park_until_ns, park_all_until);
-            if (now < w.waiting.park_until_ns) {
-                park(w, w.waiting.park_until_ns);
-                parked = true;
-            } else if (!w.has_token && !try_take_token(w)) {
-                park(w, now + waiting::kTokenRetryNs);
-                parked = true;
-            } else {
-                switch (spin_for_round(w, seen, idle_since, parked, gen)) {
-                    case SpinEnd::Arrived: return gen;
-                    case SpinEnd::Preempted: continue;  // parks
-                    case SpinEnd::BudgetSpent: return sleep_for_round(w, seen, idle_since, parked);
-                }
-            }
-        }
     }
 
     // ---- thread management ---------------------------------------------------------------------
@@ -655,7 +374,7 @@ private:
         cpus_ = allowed_cpus();
         cpu_count_ = static_cast<unsigned>(cpus_.size());
         stop_.store(false, std::memory_order_relaxed);
-        tokens_.store(static_cast<int>(active_limit()), std::memory_order_relaxed);
+        lobby_.set_tokens(active_limit());
         num_threads_ = 0;
         started_.store(0, std::memory_order_relaxed);
         if (num_threads == 0) return;
@@ -674,6 +393,7 @@ private:
             for (unsigned i = 0; i < num_threads; ++i) {
                 WorkerState& w = workers_[i];
                 w.pool = this;
+                w.waiter.counters = &w.counters;
                 w.index = i;
                 w.start_gen = gen;
                 w.last_tag = round_ & detail::kTagMask;
@@ -696,16 +416,14 @@ private:
             stop_.store(true, std::memory_order_seq_cst);
             job_.gen.fetch_add(1, std::memory_order_seq_cst);
             platform::wake_all(&job_.gen);
-            park_word_.fetch_add(1, std::memory_order_seq_cst);
-            platform::wake_all(&park_word_);
+            lobby_.end_parks();
             for (unsigned i = 0; i < num_threads_; ++i) workers_[i].thread.join();
         }
         // In a forked child the threads do not exist: Thread forgets their handles, never joins.
         num_threads_ = 0;
         workers_.reset();
         slots_.reset();
-        // Every worker is gone, so every request it made has been served or no longer matters.
-        requests_served_ = sleep_requests_.load(std::memory_order_relaxed);
+        lobby_.forget_requests();
         stop_.store(false, std::memory_order_relaxed);
     }
 
@@ -733,30 +451,20 @@ private:
         std::atomic<size_t> chunk_items{0};
     };
 
-    /// Caller-side counters (written by the caller only).
-    struct alignas(detail::kCacheLine) CallerStats {
-        std::atomic<uint64_t> rounds{0}, chunks{0}, steals{0}, futex_wakes{0}, yields{0}, wait_ns{0};
-    };
-
     Job job_;
-    alignas(detail::kCacheLine) std::atomic<uint32_t> sleep_requests_{0};
     alignas(detail::kCacheLine) std::atomic<uint64_t> worker_items_{0};
     ClaimSlot dynamic_;
     alignas(detail::kCacheLine) std::atomic<bool> error_claimed_{false};
     std::exception_ptr error_;
-    alignas(detail::kCacheLine) std::atomic<uint32_t> park_word_{0};
-    std::atomic<bool> stop_{false};
-    std::atomic<int> tokens_{0};
-    std::atomic<unsigned> started_{0};            // workers that reached worker_loop (start-up handshake)
-    std::atomic<uint64_t> park_all_until_ns_{0};  // set by the caller on its contention evidence
+    alignas(detail::kCacheLine) std::atomic<bool> stop_{false};
+    std::atomic<unsigned> started_{0};       // workers that reached worker_loop (start-up handshake)
+    waiting::Lobby lobby_{job_.gen, stop_};  // how workers wait between rounds
     // Caller-only state (workers read slots_ and nothing else from here; it is set before they
     // start and reset after they are joined).
     alignas(detail::kCacheLine) std::atomic<bool> busy_{false};
     uint64_t round_ = 0;
     uint64_t worker_items_seen_ = 0;
-    uint32_t requests_served_ = 0;
     uint64_t last_round_ns_ = 0;
-    waiting::Backoff caller_backoff_;
     unsigned num_threads_ = 0;
     unsigned cpu_count_ = 1;
     detail::ForkEpoch epoch_;
@@ -764,7 +472,7 @@ private:
     std::vector<int> cpus_;
     std::unique_ptr<ClaimSlot[]> slots_;
     std::unique_ptr<WorkerState[]> workers_;
-    CallerStats caller_;
+    PoolCounters caller_;  // the caller's counters
 };
 
 }  // namespace shoal

@@ -36,6 +36,7 @@
 #include <cstdint>
 
 #include "shoal/detail/sync.hpp"
+#include "shoal/pool_stats.hpp"
 
 namespace shoal::waiting {
 
@@ -135,6 +136,199 @@ struct WorkerWaiting {
             park_until_ns = detail::now_ns() + kUselessWakeParkNs;
         }
     }
+};
+
+/// One worker's side of the waiting: its policy state and token, touched only by that worker
+/// (the gauges are read by stats()).
+struct Waiter {
+    WorkerWaiting waiting;
+    bool has_token = false;
+    PoolCounters* counters = nullptr;  // the worker's own
+    std::atomic<uint64_t> spin_budget_gauge{kInitialSpinNs};
+    std::atomic<bool> parked_gauge{false};
+};
+
+/// Where a pool's workers wait between rounds: the round word they spin and sleep on (the pool's),
+/// the sleep requests the caller serves, the park word, the spin tokens and the caller's
+/// contention evidence. The pool publishes rounds and stops; the Lobby decides how to wait for them.
+class Lobby {
+public:
+    /// `gen`: the pool's round word (bumped once per round and on stop); `stop`: its stop flag.
+    Lobby(std::atomic<uint32_t>& gen, const std::atomic<bool>& stop) noexcept : gen_(gen), stop_(stop) {}
+
+    // ---- the caller's side ----------------------------------------------------------------------
+
+    /// After the caller bumped `gen` (seq_cst): wakes the sleepers if some requested a wake since
+    /// the last one; returns whether it did (see WorkerPool's rule "no lost wake-up").
+    bool wake_sleepers() noexcept {
+        const uint32_t requests = sleep_requests_.load(std::memory_order_seq_cst);
+        if (requests == caller_.requests_served) return false;
+        caller_.requests_served = requests;
+        platform::wake_all(&gen_);
+        return true;
+    }
+
+    /// Every worker is gone: every request it made has been served or no longer matters.
+    void forget_requests() noexcept { caller_.requests_served = sleep_requests_.load(std::memory_order_relaxed); }
+
+    /// Ends every park at once (after the caller stored `stop`, seq_cst).
+    void end_parks() noexcept {
+        park_word_.fetch_add(1, std::memory_order_seq_cst);
+        platform::wake_all(&park_word_);
+    }
+
+    /// A fresh set of workers: `limit` spin tokens.
+    void set_tokens(unsigned limit) noexcept { tokens_.store(static_cast<int>(limit), std::memory_order_relaxed); }
+
+    /// The limit changed from `old_limit` to `limit`. Tokens = limit - holders: holders keep
+    /// their token; the count may go negative for a while and recovers as they park.
+    void change_limit(unsigned old_limit, unsigned limit) noexcept {
+        tokens_.fetch_add(static_cast<int>(limit) - static_cast<int>(old_limit), std::memory_order_relaxed);
+    }
+
+    /// The caller's own contention evidence: it lost more than kPreemptNs of a round to being
+    /// descheduled (typically to its own woken workers plus a competing process). Workers then
+    /// park as after their own detection, with the caller's backoff level.
+    void note_caller_cpu(uint64_t now, uint64_t wall, uint64_t cpu) noexcept {
+        if (wall > cpu + kPreemptNs) {
+            park_all_until_ns_.store(caller_.backoff.raise(now), std::memory_order_relaxed);
+        } else {
+            caller_.backoff.relax(now);
+        }
+    }
+
+    // ---- a worker's side ------------------------------------------------------------------------
+
+    /// Waits for a `gen` value different from `seen` (a new round, or stop) and returns it:
+    /// parks while told to (contention backoff, no spin token), else spins, else sleeps.
+    uint32_t wait_for_round(Waiter& w, uint32_t seen) noexcept {
+        const uint64_t idle_since = detail::now_ns();
+        bool parked = false;  // a parked wait says nothing about the gap between rounds
+        w.waiting.woken = false;
+        for (;;) {
+            uint32_t gen = gen_.load(std::memory_order_acquire);
+            if (gen != seen) return gen;
+            const uint64_t now = detail::now_ns();
+            const uint64_t park_all_until = park_all_until_ns_.load(std::memory_order_relaxed);
+            if (now < park_all_until) w.waiting.park_until_ns = std::max(w.waiting.park_until_ns, park_all_until);
+            if (now < w.waiting.park_until_ns) {
+                park(w, w.waiting.park_until_ns);
+                parked = true;
+            } else if (!w.has_token && !try_take_token(w)) {
+                park(w, now + kTokenRetryNs);
+                parked = true;
+            } else {
+                switch (spin_for_round(w, seen, idle_since, parked, gen)) {
+                    case SpinEnd::Arrived: return gen;
+                    case SpinEnd::Preempted: continue;  // parks
+                    case SpinEnd::BudgetSpent: return sleep_for_round(w, seen, idle_since, parked);
+                }
+            }
+        }
+    }
+
+    void release_token(Waiter& w) noexcept {
+        w.has_token = false;
+        tokens_.fetch_add(1, std::memory_order_relaxed);
+    }
+
+    void note_contention(Waiter& w, uint64_t now) noexcept {
+        detail::bump(w.counters->preemptions);
+        w.waiting.note_contention(now);
+    }
+
+private:
+    /// How a spin for the next round ended.
+    enum class SpinEnd : uint8_t { Arrived, Preempted, BudgetSpent };
+
+    bool try_take_token(Waiter& w) noexcept {
+        int tokens = tokens_.load(std::memory_order_relaxed);
+        while (tokens > 0) {
+            if (tokens_.compare_exchange_weak(tokens, tokens - 1, std::memory_order_relaxed)) {
+                w.has_token = true;
+                return true;
+            }
+        }
+        return false;
+    }
+
+    void learn_gap(Waiter& w, uint64_t gap_ns) noexcept {
+        w.spin_budget_gauge.store(w.waiting.learn_gap(gap_ns), std::memory_order_relaxed);
+    }
+
+    /// Parks until `until_ns` or until end_parks() bumps `park_word_`.
+    void park(Waiter& w, uint64_t until_ns) noexcept {
+        if (w.has_token) release_token(w);
+        detail::bump(w.counters->parks);
+        w.parked_gauge.store(true, std::memory_order_relaxed);
+        // Same pattern as `gen`/`sleep_requests`: the pool stores `stop`, then bumps `park_word_`
+        // (both seq_cst), so either we see `stop` or the wait sees a changed word.
+        const uint32_t word = park_word_.load(std::memory_order_seq_cst);
+        while (!stop_.load(std::memory_order_seq_cst)) {
+            const uint64_t now = detail::now_ns();
+            if (now >= until_ns) break;
+            platform::wait_for(&park_word_, word, until_ns - now);
+            if (park_word_.load(std::memory_order_seq_cst) != word) break;
+        }
+        w.parked_gauge.store(false, std::memory_order_relaxed);
+        w.waiting.rebase_cpu_clock();
+    }
+
+    /// Spins for a `gen` other than `seen` within the worker's budget; on arrival `gen` holds it.
+    SpinEnd spin_for_round(Waiter& w, uint32_t seen, uint64_t idle_since, bool parked, uint32_t& gen) noexcept {
+        const uint64_t start = detail::now_ns();
+        uint64_t last = start;
+        for (unsigned i = 1;; ++i) {
+            detail::cpu_relax();
+            gen = gen_.load(std::memory_order_acquire);
+            if (gen != seen) {
+                const uint64_t now = detail::now_ns();
+                if (now - last > kPreemptNs) {
+                    note_contention(w, now);  // the round arrived while this thread was off its CPU
+                } else {
+                    detail::bump(w.counters->spin_hits);
+                    w.waiting.backoff.relax(now);
+                    if (!parked) learn_gap(w, now - idle_since);
+                }
+                return SpinEnd::Arrived;
+            }
+            if (i % kClockCheckEvery == 0) {
+                const uint64_t now = detail::now_ns();
+                if (now - last > kPreemptNs) {
+                    note_contention(w, now);
+                    return SpinEnd::Preempted;
+                }
+                last = now;
+                if (now - start >= w.waiting.spin_budget_ns) return SpinEnd::BudgetSpent;
+            }
+        }
+    }
+
+    /// Sleeps on `gen` until the caller publishes a round other than `seen` (WorkerPool's rule
+    /// "no lost wake-up") and returns it.
+    uint32_t sleep_for_round(Waiter& w, uint32_t seen, uint64_t idle_since, bool parked) noexcept {
+        detail::bump(w.counters->worker_sleeps);
+        sleep_requests_.fetch_add(1, std::memory_order_seq_cst);
+        uint32_t gen;
+        while ((gen = gen_.load(std::memory_order_seq_cst)) == seen) platform::wait(&gen_, seen);
+        detail::bump(w.counters->worker_wakeups);
+        w.waiting.woken = true;
+        w.waiting.rebase_cpu_clock();
+        if (!parked) learn_gap(w, detail::now_ns() - idle_since);
+        return gen;
+    }
+
+    std::atomic<uint32_t>& gen_;
+    const std::atomic<bool>& stop_;
+    alignas(detail::kCacheLine) std::atomic<uint32_t> sleep_requests_{0};
+    alignas(detail::kCacheLine) std::atomic<uint32_t> park_word_{0};
+    std::atomic<int> tokens_{0};
+    std::atomic<uint64_t> park_all_until_ns_{0};  // set by the caller on its contention evidence
+    /// The caller's alone.
+    struct alignas(detail::kCacheLine) Caller {
+        uint32_t requests_served = 0;
+        Backoff backoff;
+    } caller_;
 };
 
 /// How long the pipeline's driver spins for the next job: about twice the last gap, within bounds.

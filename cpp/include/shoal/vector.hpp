@@ -1,0 +1,350 @@
+// shoal/vector.hpp — one native vector: what a batch step is, whoever drives it (the bindings, the tests).
+//
+// A Vector owns the envs (NativeVec), the threads that step them (WorkerPool), the driver thread
+// of a pipelined vector (Pipeline), the stop request a Ctrl-C or a close() from another thread sets
+// (interrupt.hpp), the pacing that cuts a long synchronous step into pieces that can stop, the
+// episode counter of a step, the parallel log collection and the fast action check. It knows
+// nothing about Python: a caller that wants to be asked "stop?" while a step runs passes a
+// StopPoll::Ask, and a refusal after a stop is a UsageError carrying kStoppedMessage.
+//
+// Threads: one caller at a time (a second thread's call, or any call after close(), is a
+// UsageError instead of a race); abandon() is the exception, callable from any thread any time.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "shoal/env.h"
+#include "shoal/errors.hpp"
+#include "shoal/interrupt.hpp"
+#include "shoal/pipeline.hpp"
+#include "shoal/pool.hpp"
+#include "shoal/vec.hpp"
+
+namespace shoal {
+
+/// How the threads of a Vector share its envs out.
+struct VectorOptions {
+    unsigned num_threads = 0;  ///< threads stepping envs, the caller included (0 and 1: the caller alone)
+    Schedule schedule = Schedule::Static;
+    size_t dynamic_chunk = 0;  ///< items per chunk for Dynamic; 0 = auto
+    bool pin_threads = false;
+    size_t num_buffers = 1;  ///< > 1: pipelined, the envs form this many equal buffers
+};
+
+/// An action array as the fast check sees it (the bindings describe a numpy array with it).
+struct ActionArray {
+    const void* data = nullptr;
+    char kind = 0;  ///< numpy's dtype kind: 'i' signed integer, 'f' floating point
+    size_t itemsize = 0;
+    int ndim = 0;
+    size_t shape[2] = {0, 0};
+    bool native_layout = false;  ///< C-contiguous, aligned and in native byte order
+};
+
+/// What the fast check found in an action array.
+enum class ActionCheck : uint8_t {
+    Ready,            ///< its bytes are the action buffer's as they are: stepped or queued
+    NeedsConversion,  ///< another dtype, byte order, layout or shape: the caller converts (or names the error)
+    OutOfRange,       ///< a value out of range (or NaN): the caller's full check names it
+};
+
+/// What a step with actions did.
+struct StepResult {
+    ActionCheck actions = ActionCheck::Ready;  ///< not Ready: nothing was stepped
+    uint64_t episodes = 0;                     ///< episodes that ended in the step
+};
+
+class Vector {
+public:
+    /// The envs of `spec` (which must outlive the vector) over the caller's buffers, `params` as
+    /// NativeVec takes them. Throws UsageError for a malformed spec or argument, EnvFailure if an
+    /// env's init() fails, std::system_error if a thread cannot be started.
+    Vector(const shoal_env_spec& spec, size_t num_envs, const double* params, int32_t max_episode_steps,
+           const VecBuffers& buffers, const VectorOptions& options)
+        : spec_(spec),
+          action_buffer_(static_cast<unsigned char*>(buffers.actions)),
+          pacer_(stop_, num_envs),
+          episodes_(num_envs),
+          pin_threads_(options.pin_threads) {
+        validate_spec(spec);
+        if (num_envs == 0) throw UsageError("num_envs must be >= 1");
+        vec_ = std::make_unique<NativeVec>(spec, num_envs, params, max_episode_steps, buffers);
+        pool_ =
+            std::make_unique<WorkerPool>(workers_for(options.num_threads),
+                                         pool_options(options.schedule, options.dynamic_chunk, options.num_buffers));
+        log_blocks_.resize(NativeVec::log_blocks(0, num_envs));
+        num_threads_ = options.num_threads;
+        if (options.num_buffers == 0 || num_envs % options.num_buffers != 0)
+            throw UsageError("num_envs must be divisible by num_buffers");
+        if (options.num_buffers > 1)
+            pipeline_ = std::make_unique<Pipeline>(*vec_, *pool_, stop_, options.num_buffers, action_buffer_,
+                                                   env_action_bytes());
+    }
+
+    Vector(const Vector&) = delete;
+    Vector& operator=(const Vector&) = delete;
+
+    /// Seeds and resets every env; forgets an interrupted step (and the episodes it counted).
+    void reset(uint64_t seed) {
+        Busy busy(*this);
+        if (pipeline_) pipeline_->clear();  // no buffer may be stepping while every env resets
+        stop_.clear();
+        (void)episodes_.take();
+        auto body = [&](size_t begin, size_t end) { vec_->reset_range(begin, end, seed); };
+        pool_->parallel_for(vec_->num_envs(), body);
+        raise_failures();
+    }
+
+    /// Steps every env once with the actions already in the action buffer (or, with `new_actions`,
+    /// each range first copies its envs' rows from there); returns the episodes that ended. `ask`
+    /// is asked every kStopPollNs whether to stop; a stop (by it or by abandon()) throws UsageError
+    /// (kStoppedMessage) and the vector refuses steps until reset(). Env failures throw EnvFailure.
+    uint64_t step(const unsigned char* new_actions = nullptr, StopPoll::Ask ask = nullptr, void* context = nullptr) {
+        Busy busy(*this);
+        if (pipeline_) throw UsageError("this vector is pipelined; use submit() and wait()");
+        if (stop_.requested()) throw UsageError(kStoppedMessage);
+        const size_t env_action_bytes = this->env_action_bytes();
+        unsigned char* action_buffer = action_buffer_;
+        StopPoll poll(stop_, ask ? ask : &never, context);
+        auto piece = [&](size_t begin, size_t end) {
+            if (new_actions)
+                std::memcpy(action_buffer + begin * env_action_bytes, new_actions + begin * env_action_bytes,
+                            (end - begin) * env_action_bytes);
+            const uint64_t ended = vec_->step_range(begin, end);
+            if (ended) episodes_.add(begin, ended);
+        };
+        auto body = [&](size_t begin, size_t end) { pacer_.run(begin, end, piece); };
+        pacer_.start(poll);
+        pool_->parallel_for(vec_->num_envs(), body);
+        pacer_.finish();
+        const uint64_t episodes = episodes_.take();
+        if (stop_.requested()) {
+            if (vec_->any_failed()) (void)vec_->take_failures();  // the step is discarded, its failures too
+            throw UsageError(kStoppedMessage);
+        }
+        raise_failures();
+        return episodes;
+    }
+
+    /// The hot path of a synchronous send: checks `actions` (check_actions) and, if they are
+    /// Ready, steps with them, each participant copying its own envs' rows. A closed or pipelined
+    /// vector answers NeedsConversion, so that the caller's slow path raises the precise error.
+    StepResult step(const ActionArray& actions, StopPoll::Ask ask = nullptr, void* context = nullptr) {
+        StepResult result;
+        if (!vec_ || pipeline_) {
+            result.actions = ActionCheck::NeedsConversion;
+            return result;
+        }
+        result.actions = check_actions(actions, vec_->num_envs() * size_t(spec_.num_agents));
+        if (result.actions == ActionCheck::Ready)
+            result.episodes = step(static_cast<const unsigned char*>(actions.data), ask, context);
+        return result;
+    }
+
+    /// Pipelined: checks buffer b's actions and, if they are Ready, queues its step and returns at
+    /// once (nothing is queued otherwise).
+    ActionCheck submit(size_t b, const ActionArray& actions) {
+        Busy busy(*this);
+        check_buffer(b);
+        const ActionCheck verdict = check_actions(actions, pipeline_->envs_per_buffer() * size_t(spec_.num_agents));
+        if (verdict == ActionCheck::Ready) pipeline_->submit(b, static_cast<const unsigned char*>(actions.data));
+        return verdict;
+    }
+
+    /// Pipelined: waits until buffer b's last step is done and returns the episodes it ended;
+    /// `ask` as for step(). Env failures in it throw EnvFailure.
+    uint64_t wait(size_t b, StopPoll::Ask ask = nullptr, void* context = nullptr) {
+        Busy busy(*this);
+        check_buffer(b);
+        std::vector<std::string> failures;
+        StopPoll poll(stop_, ask ? ask : &never, context);
+        const uint64_t episodes = pipeline_->wait(b, failures, &poll);
+        if (!failures.empty()) raise_env_error(failures);
+        return episodes;
+    }
+
+    /// Stops the step in flight at the next piece or chunk boundary, from any thread (close() from
+    /// another thread while one waits in a step); the stepping call then throws, and the vector
+    /// refuses steps until reset().
+    void abandon() noexcept { stop_.request(); }
+
+    /// Checks actions for `rows` agent rows without converting anything. Ready: int32 (float32 for
+    /// a box) in native byte order, C-contiguous and aligned, of the exact shape, every value in
+    /// range. The caller's full check (spaces.py's ActionChecker, the one rule of every backend)
+    /// converts the rest or raises a precise error.
+    [[nodiscard]] ActionCheck check_actions(const ActionArray& actions, size_t rows) const noexcept {
+        const bool box = spec_.action_kind == SHOAL_ACTION_BOX;
+        const int ndim = spec_.action_kind == SHOAL_ACTION_DISCRETE ? 1 : 2;
+        if (actions.ndim != ndim || actions.shape[0] != rows ||
+            (ndim == 2 && actions.shape[1] != size_t(spec_.action_dims)) || actions.itemsize != 4)
+            return ActionCheck::NeedsConversion;
+        if (actions.kind != (box ? 'f' : 'i') || !actions.native_layout) return ActionCheck::NeedsConversion;
+        const size_t count = rows * size_t(spec_.action_dims);
+        bool ok = true;
+        if (box) {
+            const float* values = static_cast<const float*>(actions.data);
+            // Counting values out of [low, high] (NaN included) as a sum the compiler vectorises: bounds in
+            // locals (the spec could alias the values) and `&` on both comparisons, not a branch per value.
+            const float low = spec_.action_low, high = spec_.action_high;
+            uint32_t outside = 0;
+            for (size_t i = 0; i < count; ++i) outside += !((values[i] >= low) & (values[i] <= high));
+            ok = outside == 0;
+        } else {
+            // Unsigned comparison sends negative values above every bound.
+            const uint32_t* values = static_cast<const uint32_t*>(actions.data);
+            const size_t dims = size_t(spec_.action_dims);
+            if (dims == 1) {
+                // An `or` of comparisons vectorises with nothing but the `or` carried between
+                // iterations; a max reduction's select chain is longer.
+                const uint32_t bound = uint32_t(spec_.action_nvec[0]);
+                uint32_t outside = 0;
+                for (size_t i = 0; i < count; ++i) outside |= uint32_t(values[i] >= bound);
+                ok = outside == 0;
+            } else {
+                for (size_t row = 0; row < rows; ++row)
+                    for (size_t d = 0; d < dims; ++d) ok &= values[row * dims + d] < uint32_t(spec_.action_nvec[d]);
+            }
+        }
+        return ok ? ActionCheck::Ready : ActionCheck::OutOfRange;
+    }
+
+    /// Sums and clears the episode log of envs [begin, end), read on the pool when there is one and
+    /// no pipeline steps meanwhile: each thread takes the blocks of the envs it steps (the static
+    /// schedule splits blocks as it splits envs), whose lines are in its own cache, instead of the
+    /// caller reading the other cores' halves. The result is the same as on one thread
+    /// (NativeVec::collect_log).
+    EpisodeTally collect_log(size_t begin, size_t end) {
+        Busy busy(*this);
+        if (begin > end || end > vec_->num_envs()) throw UsageError("env range out of bounds");
+        const size_t blocks = NativeVec::log_blocks(begin, end);
+        if (pipeline_ || pool_->num_threads() == 0 || blocks < 2) return vec_->collect_log(begin, end);
+        auto body = [&](size_t first, size_t last) {
+            for (size_t b = first; b < last; ++b) log_blocks_[b] = vec_->take_log_block(begin, end, b);
+        };
+        pool_->parallel_for(blocks, body);
+        EpisodeTally total;
+        for (size_t b = 0; b < blocks; ++b) total.add(log_blocks_[b]);
+        return total;
+    }
+
+    /// Changes the thread count between steps (a pipelined vector first finishes its steps in flight).
+    void set_num_threads(unsigned num_threads) {
+        Busy busy(*this);
+        if (pipeline_) pipeline_->drain();
+        pool_->resize(workers_for(num_threads));
+        num_threads_ = num_threads;
+    }
+
+    /// Changes how envs are shared out between steps.
+    void set_schedule(Schedule schedule, size_t dynamic_chunk) {
+        Busy busy(*this);
+        const PoolOptions options = pool_options(schedule, dynamic_chunk, num_buffers());
+        if (pipeline_) pipeline_->drain();
+        pool_->set_options(options);
+    }
+
+    /// Threads stepping envs, the caller included, as requested (0 and 1 both mean the caller alone).
+    [[nodiscard]] unsigned num_threads() const noexcept { return num_threads_; }
+    [[nodiscard]] size_t num_buffers() const noexcept { return pipeline_ ? pipeline_->num_buffers() : 1; }
+    [[nodiscard]] size_t num_envs() const { return open().num_envs(); }
+    [[nodiscard]] const shoal_env_spec& spec() const noexcept { return spec_; }
+    [[nodiscard]] bool stop_requested() const noexcept { return stop_.requested(); }
+
+    /// The worker pool's counters.
+    [[nodiscard]] PoolStats pool_stats() const {
+        (void)open();
+        return pool_->stats();
+    }
+
+    /// Env i's struct (spec().env_size bytes; tests read and write env state through it).
+    [[nodiscard]] shoal_env* env(size_t i) const {
+        if (i >= open().num_envs()) throw UsageError("env index out of range");
+        return vec_->env(i);
+    }
+
+    /// Stops steps in flight, joins every thread and releases the envs. Idempotent.
+    void close() {
+        if (!vec_) return;
+        Busy busy(*this);
+        stop_.request();    // steps in flight are discarded: skip what they have left
+        pipeline_.reset();  // drains steps in flight, then joins the driver
+        pool_.reset();
+        vec_.reset();
+    }
+
+    [[nodiscard]] bool closed() const noexcept { return !vec_; }
+
+private:
+    /// Rejects concurrent or post-close use from several threads instead of racing.
+    struct Busy {
+        Vector& self;
+        explicit Busy(Vector& v) : self(v) {
+            if (self.busy_.exchange(true)) throw UsageError("native vector used from two threads at once");
+            if (!self.vec_) {
+                self.busy_ = false;
+                throw UsageError("native vector is closed");
+            }
+        }
+        ~Busy() { self.busy_ = false; }
+        Busy(const Busy&) = delete;
+        Busy& operator=(const Busy&) = delete;
+    };
+
+    static bool never(void*) noexcept { return false; }
+
+    static unsigned workers_for(unsigned num_threads) noexcept { return num_threads > 1 ? num_threads - 1 : 0; }
+
+    /// CPUs the pool leaves to threads that are busy outside it: the pool's caller, and when
+    /// pipelined also the vector's caller (running the policy, or stepping envs while it waits).
+    PoolOptions pool_options(Schedule schedule, size_t dynamic_chunk, size_t num_buffers) const noexcept {
+        PoolOptions options;
+        options.schedule = schedule;
+        options.dynamic_chunk = dynamic_chunk;
+        options.pin_threads = pin_threads_;
+        options.reserved_cpus = num_buffers > 1 ? 2 : 1;
+        return options;
+    }
+
+    const NativeVec& open() const {
+        if (!vec_) throw UsageError("native vector is closed");
+        return *vec_;
+    }
+
+    void check_buffer(size_t b) const {
+        if (!pipeline_) throw UsageError("this vector has one buffer; use step()");
+        if (b >= pipeline_->num_buffers()) throw UsageError("buffer index " + std::to_string(b) + " out of range");
+    }
+
+    void raise_failures() {
+        if (vec_->any_failed()) raise_env_error(vec_->take_failures());
+    }
+
+    [[noreturn]] static void raise_env_error(const std::vector<std::string>& failures) {
+        std::string message;
+        for (const std::string& failure : failures) message += (message.empty() ? "" : "; ") + failure;
+        throw EnvFailure(message);
+    }
+
+    size_t env_action_bytes() const noexcept { return size_t(spec_.num_agents) * size_t(spec_.action_dims) * 4; }
+
+    const shoal_env_spec& spec_;
+    unsigned char* const action_buffer_;  // the caller's, every env's action rows
+    StopRequest stop_;                    // outlives close(): abandon() may come from another thread any time
+    Pacer pacer_;                         // how a synchronous step is cut into pieces that can stop
+    EpisodeCounter episodes_;             // episodes ended in the synchronous step under way
+    std::unique_ptr<NativeVec> vec_;
+    std::unique_ptr<WorkerPool> pool_;
+    std::vector<EpisodeTally> log_blocks_;  // collect_log's per-block parts, one per block of all envs
+    std::unique_ptr<Pipeline> pipeline_;    // declared last: destroyed first
+    bool pin_threads_ = false;
+    unsigned num_threads_ = 0;
+    std::atomic<bool> busy_{false};
+};
+
+}  // namespace shoal
