@@ -11,22 +11,25 @@ interleaved repeats, warm-up excluded, construction and reset excluded, no polic
   (f) EnvPool 1 and 2 threads (where installed and the task exists)
   (g) gymnasium SyncVectorEnv and AsyncVectorEnv (--async-envs processes)
   (h) shoal Multiprocessing (2 workers) and Serial with the gymnasium env
-Memory: the resident-set growth per env of a shoal vector (its mjData and buffers).
+Memory per env: what mj_makeData allocates, and the resident growth (fresh processes, 1 vs n + 1 envs).
+MuJoCo's warnings (a deprecated MJCF attribute in Gymnasium's assets) are printed once per run.
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import ctypes
 import importlib.metadata
+import multiprocessing
 import os
 import statistics
+import sys
 import time
 from pathlib import Path
 
 import gymnasium
 import numpy as np
-import psutil
 
 import shoal.mujoco
 from shoal import benchmark
@@ -63,6 +66,29 @@ def limit_function(task_id: str):
     return lambda num_envs, steps: function(xml.encode(), num_envs, steps)
 
 
+_shown_warnings: set[str] = set()
+
+
+def show_mujoco_warning_once(message: str) -> None:
+    if message not in _shown_warnings:
+        _shown_warnings.add(message)
+        print(f"MuJoCo warning (shown once): {message}", file=sys.stderr, flush=True)
+
+
+def route_mujoco_warnings() -> None:
+    """MuJoCo prints a warning (and appends it to MUJOCO_LOG.TXT) at every model load: Gymnasium's
+    assets load with a deprecation warning, hundreds of times over the Python rows. Each is shown once;
+    forked workers inherit what the bench has shown (every task's model is loaded here first)."""
+    import mujoco
+
+    mujoco.set_mju_user_warning(show_mujoco_warning_once)
+
+
+def gymnasium_env(task_id: str):
+    route_mujoco_warnings()  # a spawned worker's own MuJoCo
+    return gymnasium.make(task_id)
+
+
 def task_params(task_id):
     return shoal.mujoco.env_class(task_id).spec.describe()["params"]
 
@@ -86,7 +112,7 @@ def shoal_case(cls, num_envs: int, steps: int, **options):
 
 def python_case(task_id: str, backend: str, num_envs: int, steps: int, **options):
     def measure():
-        creator = lambda: gymnasium.make(task_id)  # noqa: E731  (pickled by value)
+        creator = lambda: gymnasium_env(task_id)  # noqa: E731  (pickled by value)
         with make(creator, backend=backend, num_envs=num_envs, seed=0, **options) as vecenv:
             return benchmark.time_vecenv(vecenv, steps * num_envs)
 
@@ -96,7 +122,7 @@ def python_case(task_id: str, backend: str, num_envs: int, steps: int, **options
 def gymnasium_case(task_id: str, vector: str, num_envs: int, steps: int):
     def measure():
         cls = gymnasium.vector.SyncVectorEnv if vector == "sync" else gymnasium.vector.AsyncVectorEnv
-        envs = cls([lambda: gymnasium.make(task_id)] * num_envs)
+        envs = cls([lambda: gymnasium_env(task_id)] * num_envs)
         envs.reset(seed=0)
         envs.action_space.seed(0)
         actions = [envs.action_space.sample() for _ in range(16)]
@@ -148,12 +174,55 @@ def envpool_case(task_id: str, num_envs: int, steps: int, threads: int):
     return measure
 
 
-def bytes_per_env(cls, num_envs: int) -> float:
-    process = psutil.Process()
-    before = process.memory_info().rss
+def resident_growth(task_id: str, num_envs: int) -> int:
+    """VmRSS growth (bytes) of THIS process from before a vector of ``num_envs`` envs is made to after its
+    reset and 20 steps. Run in a fresh process: in the bench's own, freed vectors leave pages behind that
+    the next one reuses, so its growth reads 0."""
+    cls = shoal.mujoco.env_class(task_id)
+    before = vm_bytes("VmRSS")
     with make(cls, backend="Multithreading", num_envs=num_envs, max_num_threads=0, seed=0) as vecenv:
         vecenv.reset()
-        return (process.memory_info().rss - before) / num_envs
+        actions = benchmark.random_actions(vecenv)
+        for t in range(20):
+            vecenv.step(actions[t % len(actions)])
+        return vm_bytes("VmRSS") - before
+
+
+def vm_bytes(field: str) -> int:
+    """A field of /proc/self/status (kB there), in bytes."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f"/proc/self/status has no {field}")
+
+
+def in_fresh_process(function, *args):
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(function, *args).result()
+
+
+def memory_rows(task_id: str, num_envs: int) -> list[list[str]]:
+    """Bytes per env: what mj_makeData allocates (nbuffer + narena, reserved whole) and the resident
+    growth per env of a fresh process (the pages stepping touches), from vectors of 1 and num_envs + 1 envs
+    (the model and the vector's own memory cancel out)."""
+    import mujoco
+
+    model = gymnasium.make(task_id).unwrapped.model
+    data = mujoco.MjData(model)
+    allocated = data.nbuffer + data.narena
+    resident = (
+        in_fresh_process(resident_growth, task_id, num_envs + 1) - in_fresh_process(resident_growth, task_id, 1)
+    ) / num_envs
+    return [
+        [task_id, "memory per env: mjData allocated", f"{allocated:,} bytes ({allocated / 1024:,.1f} KiB)", "", ""],
+        [
+            task_id,
+            "memory per env: resident (RSS growth)",
+            f"{resident:,.0f} bytes ({resident / 1024:,.1f} KiB)",
+            "",
+            "",
+        ],
+    ]
 
 
 def cases_for(task_id: str, args) -> list[tuple[str, object]]:
@@ -197,6 +266,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--markdown", help="also write the report here")
     args = parser.parse_args()
+    route_mujoco_warnings()
     available = set(shoal.mujoco.available())
     tasks = [t for t in args.tasks if t in available]
     versions = {d: importlib.metadata.version(d) for d in ("mujoco", "gymnasium")}
@@ -224,9 +294,7 @@ def main() -> None:
             median = statistics.median(values)
             spread = (max(values) - min(values)) / median
             rows.append([task_id, name, f"{median:,.0f}", f"{100 * spread:.0f}%", f"{median / limit:.2f}x"])
-        memory = bytes_per_env(shoal.mujoco.env_class(task_id), args.num_envs)
-        # mjData's arena is allocated whole (14 MiB for Humanoid) but only the pages a step touches count
-        rows.append([task_id, "memory per env (RSS growth)", f"{memory:,.0f} bytes ({memory / 1024:,.1f} KiB)", "", ""])
+        rows += memory_rows(task_id, args.num_envs)
     headers = ["task", "configuration", "env steps/s (median)", "spread", "vs (a)"]
     notes = [f"pid {os.getpid()}; Python rows time {args.steps // args.python_divisor} steps per env."]
     benchmark.publish(benchmark.format_markdown("shoal.mujoco", info, rows, headers, notes), args.markdown)

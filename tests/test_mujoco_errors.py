@@ -1,6 +1,10 @@
 """shoal.mujoco's bad input: each gets a specific error naming what is wrong, before anything runs."""
 
 import importlib.util
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -95,3 +99,43 @@ def test_an_unstable_env_raises_env_error_naming_it():
             for _ in range(5):
                 env.step(np.zeros((3, 6), np.float32))
     assert not Path("MUJOCO_LOG.TXT").exists()  # MuJoCo's own warning went into the EnvError, not the cwd
+
+
+MUJOCO_ERROR_SCRIPT = """
+import re, sys
+import numpy as np
+import shoal.mujoco
+from shoal import EnvError
+
+source = shoal.mujoco.build.assets_dir() / "reacher.xml"
+text = source.read_text()
+head = re.search(r"<mujoco[^>]*>", text).group(0)
+small = sys.argv[1] + "/reacher_small_arena.xml"
+with open(small, "w") as f:  # an arena too small for mj_step: MuJoCo's mju_error (stack overflow)
+    f.write(text.replace(head, head + '<size memory="1100"/>', 1))
+cls = shoal.mujoco.env_class("Reacher-v5", xml_file=small)
+with cls(num_envs=2) as env:
+    env.reset()
+    rng = np.random.default_rng(0)
+    try:
+        for _ in range(200):
+            env.step(rng.uniform(-1, 1, (2, 2)).astype(np.float32))
+    except EnvError as error:
+        print("EnvError:", error)
+"""
+
+
+def test_a_mujoco_error_while_stepping_is_an_env_error_not_an_exit(tmp_path):
+    """MuJoCo's default error handler prints and exits the process; in an env's step it is that env's EnvError."""
+    result = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", MUJOCO_ERROR_SCRIPT, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env={**os.environ},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert re.search(r"EnvError: env [01] \(Reacher-v5\): MuJoCo error: mj_stackAlloc: out of memory", result.stdout), (
+        result.stdout + result.stderr
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import inspect
 import os
 from pathlib import Path
 
@@ -62,41 +63,27 @@ class MujocoEnv(NativeEnv):
     bound: dict = {}  # keyword arguments given to env_class
     library: Path | None = None  # the task's compiled library
 
-    def __init__(
-        self,
-        num_envs: int = 1,
-        buf=None,
-        seed: int = 0,
-        num_threads: int = 0,
-        schedule: str = "static",
-        pin_threads: bool = False,
-        env_params: list[dict] | None = None,
-        num_buffers: int = 1,
-        **kwargs,
-    ):
-        if env_params is not None and kwargs:
-            raise APIUsageError("pass keyword arguments either directly or as env_params, not both")
-        if env_params is None:
-            params = [self._native_kwargs(kwargs)] * int(num_envs) if isinstance(num_envs, int) else None
-        elif isinstance(env_params, list) and all(isinstance(p, dict) for p in env_params):
-            params = [self._native_kwargs(p) for p in env_params]
-        else:
-            params = env_params  # NativeEnv names what is wrong with it
-        super().__init__(
-            num_envs=num_envs,
-            buf=buf,
-            seed=seed,
-            num_threads=num_threads,
-            schedule=schedule,
-            pin_threads=pin_threads,
-            env_params=params,
-            num_buffers=num_buffers,
-        )
+    def __init__(self, *args, **kwargs):
+        self._xml_file = "?"
+        super().__init__(*args, **kwargs)
         try:
-            report_load_warnings(self.library, (params or [{}])[0].get("xml_file", "?"))
+            report_load_warnings(self.library, self._xml_file)
         except BaseException:  # warnings filtered as errors: the vector is not leaked
             self.close()
             raise
+
+    __init__.__signature__ = inspect.signature(NativeEnv.__init__)  # num_envs, buf, seed, ... as NativeEnv's
+
+    def _bound_params(self, per_env: list[dict]) -> list[dict]:
+        """NativeEnv's hook: the class's bound keywords under each env's own, the model path expanded (once
+        per distinct dict: num_envs copies of one dict cost one expansion)."""
+        expanded: dict[int, dict] = {}
+        for given in per_env:
+            if id(given) not in expanded:
+                expanded[id(given)] = self._native_kwargs(given)
+        params = [expanded[id(given)] for given in per_env]
+        self._xml_file = params[0]["xml_file"]
+        return params
 
     @classmethod
     def _native_kwargs(cls, kwargs: dict) -> dict:

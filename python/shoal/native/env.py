@@ -101,6 +101,11 @@ class NativeEnv(PufferEnv):
 
     spec = None
 
+    def _bound_params(self, per_env: list[dict]) -> list[dict]:
+        """Each env's parameters as the spec reads them, from the ones given (a checked list of dicts, one
+        per env): subclasses map their own keywords here (defaults, renamed or expanded values)."""
+        return per_env
+
     def __init__(
         self,
         num_envs: int = 1,
@@ -127,7 +132,8 @@ class NativeEnv(PufferEnv):
         per_env = 8 + 8 * len(info["params"])  # bytes of each env's row of parameters
         check_estimate(native_vector_estimate(info, num_envs, observation_space(info), action_space(info)), num_envs)
         try:
-            matrix, max_episode_steps, texts = resolve_params(info, env_params or [params] * num_envs)
+            per_env_params = self._bound_params(env_params if env_params is not None else [params] * num_envs)
+            matrix, max_episode_steps, texts = resolve_params(info, per_env_params)
         except MemoryError:
             raise out_of_memory(num_envs * per_env, num_envs, "per-env parameters") from None
         num_threads = check_threads(num_threads)

@@ -16,6 +16,7 @@
 
 #include <math.h>
 #include <mujoco/mujoco.h>
+#include <setjmp.h>
 
 #include "shoal/env.h"
 
@@ -28,7 +29,8 @@ typedef struct shoal_mj {
     const char* xml_file;
     int32_t frame_skip;
     double reset_noise_scale;
-    double dt; /* model->opt.timestep * frame_skip */
+    double dt;      /* model->opt.timestep * frame_skip */
+    jmp_buf escape; /* where a MuJoCo error in this env's callbacks returns to (shoal_mj_on_error) */
 } shoal_mj;
 
 /** The vector's shared state: the model and the action bounds taken from it. */
@@ -92,10 +94,35 @@ static SHOAL_UNUSED void shoal_mj_on_warning(const char* message) {
     }
 }
 
+/* MuJoCo's errors (mju_user_error: a stack overflow of the arena, ...) would exit the process by default.
+ * While this library runs an env's callback (shoal_mj_stepping, set by SHOAL_MJ_TASK's guards) an error
+ * fails that env (shoal.EnvError with MuJoCo's text) and leaves the callback through the env's `escape`;
+ * its mjData is left mid-step, and the vector is not stepped again (EnvError closes it). Any other error
+ * goes to the handler installed before, or to MuJoCo's default (print, log, exit). */
+static void (*shoal_mj_previous_error)(const char*) SHOAL_UNUSED = NULL;
+
+static SHOAL_UNUSED void shoal_mj_on_error(const char* message) {
+    shoal_mj* mj = shoal_mj_stepping;
+    if (mj) {
+        shoal_mj_stepping = NULL;
+        if (!mj->base.failed) shoal_env_fail(&mj->base, "MuJoCo error: %s", message);
+        longjmp(mj->escape, 1);
+    }
+    if (shoal_mj_previous_error) {
+        shoal_mj_previous_error(message);
+    } else { /* MuJoCo's own default */
+        mju_writeLog("ERROR", message);
+        printf("ERROR: %s\n\n", message);
+        exit(EXIT_FAILURE);
+    }
+}
+
 static inline SHOAL_UNUSED void shoal_mj_route_warnings(void) {
     if (shoal_mj_warnings_routed) return;
     shoal_mj_previous_warning = mju_user_warning;
     mju_user_warning = shoal_mj_on_warning;
+    shoal_mj_previous_error = mju_user_error;
+    mju_user_error = shoal_mj_on_error;
     shoal_mj_warnings_routed = 1;
 }
 
@@ -242,10 +269,11 @@ static inline SHOAL_UNUSED void shoal_mj_simulate(shoal_mj* mj, int post_constra
     mjData* d = mj->data;
     const float* actions = (const float*)mj->base.actions;
     for (int i = 0; i < m->nu; ++i) d->ctrl[i] = actions[i];
+    shoal_mj* const outer = shoal_mj_stepping; /* SHOAL_MJ_TASK's guard has set it already */
     shoal_mj_stepping = mj;
     for (int32_t k = 0; k < mj->frame_skip; ++k) mj_step(m, d);
     if (post_constraint) mj_rnePostConstraint(m, d);
-    shoal_mj_stepping = NULL;
+    shoal_mj_stepping = outer;
     if (d->warning[mjWARN_BADQACC].number > 0) {
         shoal_env_fail(&mj->base,
                        "MuJoCo: the simulation is unstable (NaN, Inf or huge acceleration at DOF %d, time %g)",
@@ -362,43 +390,73 @@ static inline SHOAL_UNUSED int shoal_mj_put(shoal_mj* mj, int at, const mjtNum* 
         if (qvel) memcpy(qvel, mj->data->qvel, sizeof(double) * (size_t)mj->model->nv);                               \
     }
 
+/* The task's callbacks run with MuJoCo's errors routed to the env (shoal_mj_on_error): `escape` is set
+ * here, once per call (a setjmp: a few instructions against the physics). */
+#define SHOAL_MJ_GUARDS(NAME, TYPE)                                   \
+    static int NAME##_guarded_init(TYPE* env) {                       \
+        volatile int result = 1;                                      \
+        if (setjmp(env->mj.escape) == 0) {                            \
+            shoal_mj_stepping = &env->mj;                             \
+            result = NAME##_init(env);                                \
+        }                                                             \
+        shoal_mj_stepping = NULL;                                     \
+        return result;                                                \
+    }                                                                 \
+    static void NAME##_guarded_reset(TYPE* env) {                     \
+        if (setjmp(env->mj.escape) == 0) {                            \
+            shoal_mj_stepping = &env->mj;                             \
+            NAME##_reset(env);                                        \
+        }                                                             \
+        shoal_mj_stepping = NULL;                                     \
+    }                                                                 \
+    static int NAME##_guarded_step(TYPE* env) {                       \
+        volatile int result = SHOAL_EPISODE_RUNNING; /* failed env */ \
+        if (setjmp(env->mj.escape) == 0) {                            \
+            shoal_mj_stepping = &env->mj;                             \
+            result = NAME##_step(env);                                \
+        }                                                             \
+        shoal_mj_stepping = NULL;                                     \
+        return result;                                                \
+    }
+
 /** The spec of task NAME (C identifier) with Gymnasium id ID: a Box of float64 observations whose
  * shape and the actions CONFIGURE sets, the 1000-step time limit of Gymnasium's registration (or
  * MAX_EPISODE_STEPS), PARAMS and STATS tables. Callbacks: NAME##_init/_reset/_step/_close/_configure. */
-#define SHOAL_MJ_TASK(NAME, TYPE, ID, MAX_EPISODE_STEPS, PARAMS, STATS)     \
-    SHOAL_ENV_CALLBACKS(NAME, TYPE, NAME##_init, NAME##_reset, NAME##_step) \
-    static void shoal__##NAME##_close(void* env) {                          \
-        shoal_mj_close(&((TYPE*)env)->mj);                                  \
-    }                                                                       \
-    static const shoal_env_spec NAME##_spec = {                             \
-        .abi_version = SHOAL_ABI_VERSION,                                   \
-        .name = ID,                                                         \
-        .doc = "Gymnasium's " ID " (MuJoCo), as a native env",              \
-        .env_size = sizeof(TYPE),                                           \
-        .env_align = SHOAL_ALIGNOF(TYPE),                                   \
-        .num_agents = 1,                                                    \
-        .obs_dtype = SHOAL_FLOAT64,                                         \
-        .obs_ndim = 1,                                                      \
-        .obs_shape = {1},                                                   \
-        .obs_low = -INFINITY,                                               \
-        .obs_high = INFINITY,                                               \
-        .action_kind = SHOAL_ACTION_BOX,                                    \
-        .action_dims = 1,                                                   \
-        .action_low = -1.0f,                                                \
-        .action_high = 1.0f,                                                \
-        .max_episode_steps = (MAX_EPISODE_STEPS),                           \
-        .params = PARAMS,                                                   \
-        .num_params = SHOAL_COUNT(PARAMS),                                  \
-        .stat_names = STATS,                                                \
-        .num_stats = SHOAL_COUNT(STATS),                                    \
-        .init = shoal__##NAME##_init,                                       \
-        .reset = shoal__##NAME##_reset,                                     \
-        .step = shoal__##NAME##_step,                                       \
-        .close = shoal__##NAME##_close,                                     \
-        .class_name = #TYPE,                                                \
-        .step_range = shoal__##NAME##_step_range,                           \
-        .configure = NAME##_configure,                                      \
-    };                                                                      \
-    SHOAL_EXPORT_ENV(NAME, NAME##_spec)                                     \
-    SHOAL_MJ_EXPORT_STATE                                                   \
+#define SHOAL_MJ_TASK(NAME, TYPE, ID, MAX_EPISODE_STEPS, PARAMS, STATS)                             \
+    SHOAL_MJ_GUARDS(NAME, TYPE)                                                                     \
+    SHOAL_ENV_CALLBACKS(NAME, TYPE, NAME##_guarded_init, NAME##_guarded_reset, NAME##_guarded_step) \
+    static void shoal__##NAME##_close(void* env) {                                                  \
+        shoal_mj_close(&((TYPE*)env)->mj);                                                          \
+    }                                                                                               \
+    static const shoal_env_spec NAME##_spec = {                                                     \
+        .abi_version = SHOAL_ABI_VERSION,                                                           \
+        .name = ID,                                                                                 \
+        .doc = "Gymnasium's " ID " (MuJoCo), as a native env",                                      \
+        .env_size = sizeof(TYPE),                                                                   \
+        .env_align = SHOAL_ALIGNOF(TYPE),                                                           \
+        .num_agents = 1,                                                                            \
+        .obs_dtype = SHOAL_FLOAT64,                                                                 \
+        .obs_ndim = 1,                                                                              \
+        .obs_shape = {1},                                                                           \
+        .obs_low = -INFINITY,                                                                       \
+        .obs_high = INFINITY,                                                                       \
+        .action_kind = SHOAL_ACTION_BOX,                                                            \
+        .action_dims = 1,                                                                           \
+        .action_low = -1.0f,                                                                        \
+        .action_high = 1.0f,                                                                        \
+        .max_episode_steps = (MAX_EPISODE_STEPS),                                                   \
+        .params = PARAMS,                                                                           \
+        .num_params = SHOAL_COUNT(PARAMS),                                                          \
+        .stat_names = STATS,                                                                        \
+        .num_stats = SHOAL_COUNT(STATS),                                                            \
+        .init = shoal__##NAME##_init,                                                               \
+        .reset = shoal__##NAME##_reset,                                                             \
+        .step = shoal__##NAME##_step,                                                               \
+        .close = shoal__##NAME##_close,                                                             \
+        .class_name = #TYPE,                                                                        \
+        .step_range = shoal__##NAME##_step_range,                                                   \
+        .configure = NAME##_configure,                                                              \
+    };                                                                                              \
+    SHOAL_EXPORT_ENV(NAME, NAME##_spec)                                                             \
+    SHOAL_MJ_EXPORT_STATE                                                                           \
     SHOAL_MJ_EXPORT_LOAD_WARNINGS
