@@ -46,7 +46,7 @@ def test_ocean_list_marks_each_env_that_does_not_run(sdist, capsys):
         assert line == (f"{name}  ({reason})" if reason else name)
     assert lines["freeway"].startswith("freeway  (unavailable: freeway.h:299")
     assert lines["grid"].startswith("grid  (not supported yet: its binding defines MY_SHARED")
-    assert lines["school"] == "school"
+    assert lines["snake"] == "snake"
 
 
 def test_a_tree_of_ones_own_is_not_judged_by_the_sdists_list(sdist, tmp_path, monkeypatch):

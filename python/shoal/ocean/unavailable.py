@@ -42,6 +42,7 @@ PENDING = {
         macros="MY_SHARED and MY_METHODS", more="; the env's own methods called from Python"
     ),
     "gpudrive": _SHARED.format(macros="MY_SHARED and MY_PUT", more="; per-env state put from Python"),
+    "school": "it builds (raymath's quaternions are in), but its parity with Serial and its C loop is not verified yet",
 }
 
 
