@@ -52,7 +52,6 @@ ENVS = {
     "pacman": {},
     "pong": {},
     "rware": {},
-    "school": {"num_agents": 32, "num_armies": 4},
     "snake": {"num_snakes": 16, "num_food": 64, "width": 40, "height": 40},
     "squared": {},
     "target": {},
@@ -62,7 +61,7 @@ ENVS = {
     "trash_pickup": {},
     "tripletriad": {},
 }
-MULTI_AGENT = ("convert", "cpr", "nmmo3", "rware", "school", "snake", "target", "terraform", "trash_pickup")
+MULTI_AGENT = ("convert", "cpr", "nmmo3", "rware", "snake", "target", "terraform", "trash_pickup")
 REQUIRED = ("go", "pacman", "enduro", "terraform", "snake", "breakout", "cartpole", "squared")
 NUM_ENVS = 4
 STEPS = 2000
