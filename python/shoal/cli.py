@@ -160,10 +160,15 @@ def positive_int(text: str) -> int:
 
 def cmd_ocean_list(args, overrides) -> int:
     from .ocean import available, ocean_dir
+    from .ocean.source import sdist_ocean_path
+    from .ocean.unavailable import status
 
-    print(f"Ocean envs in {ocean_dir(args.source)}:")
+    folder = ocean_dir(args.source)
+    sdist = folder.resolve() == sdist_ocean_path().resolve()
+    print(f"Ocean envs in {folder}:")
     for name in available(args.source):
-        print(f"  {name}")
+        reason = status(name) if sdist else None
+        print(f"  {name}" + (f"  ({reason})" if reason else ""))
     return 0
 
 
@@ -184,10 +189,7 @@ def cmd_ocean_build(args, overrides) -> int:
         f"action: {info['action_kind']}{info['action_nvec'] if info['action_kind'] != 'box' else ''}"
     )
     print(f"  my_init keywords: {', '.join(name for name, _ in ocean['params']) or '(none)'}")
-    print(
-        f"  stats: {', '.join(ocean['stats'])}"
-        + (f" (not kept: {', '.join(ocean['dropped_stats'])})" if ocean["dropped_stats"] else "")
-    )
+    print(f"  stats: {', '.join(ocean['stats'])}")
     return 0
 
 

@@ -11,6 +11,7 @@ from ..validation import check_integer
 from . import pyclass, source
 from .build import Library, build_library
 from .errors import OceanError
+from .unavailable import check_available
 
 
 class OceanEnv(NativeEnv):
@@ -188,7 +189,6 @@ def make_class(
         "layout": _layout(model),
         "params": library.params,
         "stats": library.stats,
-        "dropped_stats": (),  # every key of my_log is kept (`shoal ocean build` still prints this)
         "library": library,
     }
     class_name = "Ocean" + "".join(part.capitalize() for part in name.split("_"))
@@ -203,6 +203,7 @@ def env_class(name: str, source_tree=None, **kwargs) -> type[OceanEnv]:
     ``source_tree`` (a PufferLib repository root or its pufferlib/ocean folder), or from the
     pinned pufferlib 3.0.0 sdist when None. ``kwargs`` are the Ocean class's keyword arguments."""
     ocean = source.ocean_dir(source_tree)
+    check_available(name, ocean)
     folder = source.env_dir(ocean, name)
     class_path = folder / f"{name}.py"
     defaults = pyclass.read_signature(class_path).defaults

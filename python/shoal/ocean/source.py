@@ -151,10 +151,15 @@ def fetch_sdist() -> Path:
     )
 
 
+def sdist_ocean_path() -> Path:
+    """Where the pinned sdist's ``pufferlib/ocean`` is extracted (whether it is there yet or not)."""
+    return cache_dir() / f"pufferlib-{SDIST_VERSION}" / "pufferlib" / "ocean"
+
+
 def sdist_ocean_dir() -> Path:
     """``pufferlib/ocean`` of the pinned sdist, extracted once into the cache."""
     root = cache_dir() / f"pufferlib-{SDIST_VERSION}"
-    ocean = root / "pufferlib" / "ocean"
+    ocean = sdist_ocean_path()
     if ocean.is_dir():
         return ocean
     archive = fetch_sdist()

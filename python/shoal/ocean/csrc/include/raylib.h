@@ -119,6 +119,7 @@ enum {
     LOG_INFO = 3, LOG_WARNING = 4, LOG_ERROR = 5,
     BLEND_ALPHA = 0, BLEND_ADDITIVE = 1,
     CAMERA_PERSPECTIVE = 0, CAMERA_ORTHOGRAPHIC = 1,
+    CAMERA_CUSTOM = 0, CAMERA_FREE, CAMERA_ORBITAL, CAMERA_FIRST_PERSON, CAMERA_THIRD_PERSON,
     MATERIAL_MAP_DIFFUSE = 0, MATERIAL_MAP_ALBEDO = 0,
     SHADER_UNIFORM_FLOAT = 0, SHADER_UNIFORM_VEC2, SHADER_UNIFORM_VEC3, SHADER_UNIFORM_VEC4,
     SHADER_UNIFORM_INT,
@@ -219,6 +220,7 @@ enum {
 #define DrawGrid(...) SHOAL_RL_STUB(DrawGrid)
 #define DrawModel(...) SHOAL_RL_STUB(DrawModel)
 #define DrawModelEx(...) SHOAL_RL_STUB(DrawModelEx)
+#define UpdateCamera(...) SHOAL_RL_STUB(UpdateCamera)
 
 /* Loading and GPU resources. */
 #define LoadImage(...) SHOAL_RL_VALUE(LoadImage, ((Image){0}))

@@ -46,5 +46,61 @@ static inline SHOAL_UNUSED Vector3 Vector3Normalize(Vector3 v) {
     return (Vector3){v.x * inverse, v.y * inverse, v.z * inverse};
 }
 
+/* Quaternions (x, y, z, w with w the scalar part), in raymath's operation order so that results
+ * round as in raylib: rotations are the env's dynamics (school's agents turn by them). */
+static inline SHOAL_UNUSED Quaternion QuaternionIdentity(void) { return (Quaternion){0.0f, 0.0f, 0.0f, 1.0f}; }
+static inline SHOAL_UNUSED Quaternion QuaternionNormalize(Quaternion q) {
+    float length = sqrtf(q.x * q.x + q.y * q.y + q.z * q.z + q.w * q.w);
+    if (length == 0.0f) length = 1.0f;
+    const float inverse = 1.0f / length;
+    return (Quaternion){q.x * inverse, q.y * inverse, q.z * inverse, q.w * inverse};
+}
+/* The Hamilton product a*b: rotating by b, then by a. */
+static inline SHOAL_UNUSED Quaternion QuaternionMultiply(Quaternion a, Quaternion b) {
+    return (Quaternion){
+        a.x * b.w + a.w * b.x + a.y * b.z - a.z * b.y,
+        a.y * b.w + a.w * b.y + a.z * b.x - a.x * b.z,
+        a.z * b.w + a.w * b.z + a.x * b.y - a.y * b.x,
+        a.w * b.w - a.x * b.x - a.y * b.y - a.z * b.z,
+    };
+}
+/* The rotation by `angle` radians about `axis` (any length but zero; a zero axis gives the identity). */
+static inline SHOAL_UNUSED Quaternion QuaternionFromAxisAngle(Vector3 axis, float angle) {
+    if (sqrtf(axis.x * axis.x + axis.y * axis.y + axis.z * axis.z) == 0.0f) return QuaternionIdentity();
+    const float half = angle * 0.5f;
+    const Vector3 unit = Vector3Normalize(axis);
+    const float s = sinf(half), c = cosf(half);
+    return QuaternionNormalize((Quaternion){unit.x * s, unit.y * s, unit.z * s, c});
+}
+/* v rotated by the unit quaternion q (q v q*, written out as the rotation matrix times v). */
+static inline SHOAL_UNUSED Vector3 Vector3RotateByQuaternion(Vector3 v, Quaternion q) {
+    return (Vector3){
+        v.x * (q.x * q.x + q.w * q.w - q.y * q.y - q.z * q.z) + v.y * (2 * q.x * q.y - 2 * q.w * q.z) +
+            v.z * (2 * q.x * q.z + 2 * q.w * q.y),
+        v.x * (2 * q.w * q.z + 2 * q.x * q.y) + v.y * (q.w * q.w - q.x * q.x + q.y * q.y - q.z * q.z) +
+            v.z * (-2 * q.w * q.x + 2 * q.y * q.z),
+        v.x * (-2 * q.w * q.y + 2 * q.x * q.z) + v.y * (2 * q.w * q.x + 2 * q.y * q.z) +
+            v.z * (q.w * q.w - q.x * q.x - q.y * q.y + q.z * q.z),
+    };
+}
+/* The rotation matrix of the unit quaternion q (raylib's column-major Matrix, no translation). */
+static inline SHOAL_UNUSED Matrix QuaternionToMatrix(Quaternion q) {
+    const float xx = q.x * q.x, yy = q.y * q.y, zz = q.z * q.z;
+    const float xz = q.x * q.z, xy = q.x * q.y, yz = q.y * q.z;
+    const float wx = q.w * q.x, wy = q.w * q.y, wz = q.w * q.z;
+    Matrix m = {0};
+    m.m0 = 1 - 2 * (yy + zz);
+    m.m1 = 2 * (xy + wz);
+    m.m2 = 2 * (xz - wy);
+    m.m4 = 2 * (xy - wz);
+    m.m5 = 1 - 2 * (xx + zz);
+    m.m6 = 2 * (yz + wx);
+    m.m8 = 2 * (xz + wy);
+    m.m9 = 2 * (yz - wx);
+    m.m10 = 1 - 2 * (xx + yy);
+    m.m15 = 1.0f;
+    return m;
+}
+
 /* clang-format on */
 #endif /* SHOAL_OCEAN_RAYMATH_H */

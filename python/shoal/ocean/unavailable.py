@@ -1,0 +1,64 @@
+"""Ocean envs of the pinned pufferlib 3.0.0 sdist that shoal does not run, and why.
+
+UNAVAILABLE holds the envs that cannot run for a reason in the env's own sources (PufferLib's
+own build of them does not work either, or works only by an accident of the compiler), each
+checked against the sdist (tests/test_ocean_unavailable.py). PENDING holds the envs whose
+binding extends PufferLib's contract in a way shoal's adapter does not carry yet: their entry
+goes when that support lands. ``shoal ocean list`` marks both; ``env_class`` raises
+``OceanError`` with the reason. Only the pinned sdist's envs are listed: a source tree of one's
+own is built as it is.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .errors import OceanError
+from .source import sdist_ocean_path
+
+UNAVAILABLE = {
+    "freeway": (
+        "freeway.h:299 (randomize_enemy_speed) reads the local pointer `enemy` before it is set: "
+        "undefined behaviour that zeroing the env struct cannot fix (the pointer is a local "
+        "variable, not a field; PufferLib's calloc leaves it unset too). What the read finds "
+        "depends on the compiler's registers: PufferLib's -O0 build segfaults at the first speed "
+        "randomization (step 90), its -O2 -flto build reads the env struct itself as an enemy; "
+        "shoal refuses it at build time (-Werror=maybe-uninitialized) rather than crash"
+    ),
+    "tactical": (
+        "an unfinished env in the sdist: tactical.h defines no c_close, which PufferLib's "
+        "binding calls (its own build fails to import: undefined symbol c_close); my_init sets "
+        "nothing and c_step writes no observation, reward or terminal; its class calls "
+        "pufferlib.namespace, which pufferlib 3.0.0 does not have"
+    ),
+}
+
+_SHARED = "its binding defines {macros} (state built once and shared by the envs of a vector{more})"
+PENDING = {
+    "grid": _SHARED.format(macros="MY_SHARED", more=""),
+    "moba": _SHARED.format(macros="MY_SHARED", more=""),
+    "tower_climb": _SHARED.format(macros="MY_SHARED", more=""),
+    "impulse_wars": _SHARED.format(
+        macros="MY_SHARED and MY_METHODS", more="; the env's own methods called from Python"
+    ),
+    "gpudrive": _SHARED.format(macros="MY_SHARED and MY_PUT", more="; per-env state put from Python"),
+    "school": "it builds (raymath's quaternions are in), but its parity with Serial and its C loop is not verified yet",
+}
+
+
+def status(name: str) -> str | None:
+    """Why env ``name`` of the pinned sdist does not run on shoal, or None if it does."""
+    if name in UNAVAILABLE:
+        return f"unavailable: {UNAVAILABLE[name]}"
+    if name in PENDING:
+        return f"not supported yet: {PENDING[name]}"
+    return None
+
+
+def check_available(name: str, ocean: Path) -> None:
+    """OceanError with the reason if ``name`` is listed and ``ocean`` is the pinned sdist's tree."""
+    if ocean.resolve() != sdist_ocean_path().resolve():
+        return
+    reason = status(name)
+    if reason is not None:
+        raise OceanError(f"Ocean env {name!r} of pufferlib 3.0.0 does not run on shoal: {reason}")
