@@ -38,6 +38,7 @@ ENVS = {
     "drone": {},
     "enduro": {},
     "go": {},
+    "grid": {"num_maps": 64},  # MY_SHARED: the mazes are built once per vector
     "nmmo3": {
         "width": [64],
         "height": [64],

@@ -28,7 +28,7 @@ from ..native import builds
 from ..native.builds import IN_USE_SECONDS, clean_builds, compiler, prune_builds
 from ..native.builds import KEEP_BUILDS_PER_NAME as KEEP_BUILDS_PER_ENV
 from .errors import OceanError
-from .pyclass import ClassModel
+from .pyclass import SHARED_PREFIX, ClassModel
 from .source import build_cache_dir
 
 CSRC = Path(__file__).resolve().parent / "csrc"
@@ -151,11 +151,15 @@ def config_header(name: str, model: ClassModel, params: tuple, stats: tuple) -> 
         "#define SHOAL_OCEAN_PARAMS(X) \\",
     ]
     for index, (key, kind_) in enumerate(params):
-        default = model.init_kwargs.get(key, 0)
+        default = model.param_value(key)
         c_type = _PARAM_TYPES[kind_]
         default = int(default) if kind_ == "bool" else default
         lines.append(f"    X({_c_string(key)}, {c_type}, {_c_number(default)}, {index}) \\")
     lines.append("")
+    first_shared = sum(1 for key, _ in params if not key.startswith(SHARED_PREFIX))
+    lines.append(f"#define SHOAL_OCEAN_FIRST_SHARED_PARAM {first_shared}")
+    if model.shared_key is not None:
+        lines.append(f"#define SHOAL_OCEAN_SHARED_KEY {_c_string(model.shared_key)}")
     lines.append("#define SHOAL_OCEAN_STATS(X) " + " ".join(f"X({_c_string(s)})" for s in stats))
     return "\n".join(lines) + "\n"
 
@@ -174,8 +178,9 @@ def _param_kind(value) -> str:
 def param_table(model: ClassModel) -> tuple:
     """(name, kind) of my_init's keyword arguments, by the Python type of the class's value (see
     _PARAM_TYPES). The `seed` keyword is not a parameter: the adapter draws it from the env's stream
-    at its first reset."""
-    return tuple((key, _param_kind(value)) for key, value in model.init_kwargs.items() if key != "seed")
+    at its first reset. binding.shared()'s keywords follow as "shared:<keyword>" (one value per vector)."""
+    own = tuple((key, _param_kind(value)) for key, value in model.init_kwargs.items() if key != "seed")
+    return own + tuple((SHARED_PREFIX + key, _param_kind(value)) for key, value in model.shared_kwargs.items())
 
 
 def _staged_files(folder: Path) -> list[Path]:

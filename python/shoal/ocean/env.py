@@ -110,7 +110,7 @@ class OceanEnv(NativeEnv):
                 f"{info['layout']} -> {layout}; make a class for them: "
                 f"shoal.ocean.env_class({info['name']!r}, **{ {**info['kwargs'], **changed} })"
             )
-        return {name: model.init_kwargs.get(name, 0) for name, _ in info["params"]}, model.log_interval
+        return {name: model.param_value(name) for name, _ in info["params"]}, model.log_interval
 
     def _report_log(self, log: dict) -> dict:
         """PufferLib's vec_log from shoal's episode log: Log fields summed over the ended episodes,
