@@ -47,6 +47,7 @@ SIZES = {
     "squared": ({}, 4096, 20_000_000),
     "nmmo3": ({}, 4, 400_000),  # 1,024 players on each 512 x 512 map
     "grid": ({}, 1024, 4_000_000),  # MY_SHARED: 1,000 mazes built once per vector
+    "tower_climb": ({}, 1024, 1_000_000),  # MY_SHARED: 50 puzzles built once per vector
 }
 # Seed 003's table (PufferLib's Multithreading PR, its machine, end to end with training) and the
 # issue's single-thread figures of PufferLib 3.0's native vector on a 2-vCPU guest (agent steps/s).

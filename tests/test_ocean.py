@@ -59,6 +59,7 @@ ENVS = {
     "template": {},
     "terraform": {"num_agents": 4, "map_size": 32},
     "tetris": {},
+    "tower_climb": {"num_maps": 16},  # MY_SHARED: the puzzles are built once per vector
     "trash_pickup": {},
     "tripletriad": {},
 }

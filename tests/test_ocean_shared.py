@@ -98,7 +98,7 @@ def test_a_state_keyword_of_a_type_the_binding_cannot_receive_names_the_keyword(
         ocean.env_class("sharedtable", tree)
 
 
-@pytest.mark.parametrize("name", ["grid"])
+@pytest.mark.parametrize("name", ["grid", "tower_climb"])
 def test_check_passes_on_shared_state_envs(env_class, name):  # noqa: F811 (fixture)
     result = check(env_class(name), backend="Multithreading", num_envs=4, steps=300, max_num_threads=2)
     assert result.passed, str(result)

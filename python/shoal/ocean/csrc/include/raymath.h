@@ -46,5 +46,7 @@ static inline SHOAL_UNUSED Vector3 Vector3Normalize(Vector3 v) {
     return (Vector3){v.x * inverse, v.y * inverse, v.z * inverse};
 }
 
+static inline SHOAL_UNUSED Vector3 Vector3Zero(void) { return (Vector3){0.0f, 0.0f, 0.0f}; }
+
 /* clang-format on */
 #endif /* SHOAL_OCEAN_RAYMATH_H */
