@@ -3,6 +3,7 @@ my_init receives (grid's mazes, tower_climb's puzzles), and the errors of a stat
 
 import os
 import shutil
+import tarfile
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ from test_ocean import TEST_TREE, env_class, ocean_tree  # noqa: F401 (fixtures)
 
 import shoal.ocean as ocean
 from shoal.errors import APIUsageError, EnvError
+from shoal.ocean import source, unavailable
 from shoal.ocean.check import check
 from shoal.ocean.errors import OceanError
 from shoal.vector import make
@@ -102,3 +104,16 @@ def test_a_state_keyword_of_a_type_the_binding_cannot_receive_names_the_keyword(
 def test_check_passes_on_shared_state_envs(env_class, name):  # noqa: F811 (fixture)
     result = check(env_class(name), backend="Multithreading", num_envs=4, steps=300, max_num_threads=2)
     assert result.passed, str(result)
+
+
+def test_gpudrive_is_unavailable_for_want_of_its_map_data(ocean_tree):  # noqa: F811 (fixture)
+    # The sdist holds no map under resources/gpudrive/binaries/ (where binding.c reads them).
+    with tarfile.open(source.fetch_sdist()) as tar:
+        shipped = [m.name for m in tar.getmembers() if "/resources/gpudrive/" in m.name and m.name.endswith(".bin")]
+    assert not any("/binaries/" in n for n in shipped), shipped
+    with pytest.raises(
+        OceanError,
+        match=r"'gpudrive' is unavailable: gpudrive reads its maps from resources/gpudrive/binaries/map_000.bin",
+    ) as raised:
+        ocean.env_class("gpudrive")
+    assert str(raised.value).endswith(unavailable.UNAVAILABLE["gpudrive"])

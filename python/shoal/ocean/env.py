@@ -8,7 +8,7 @@ from .. import _native
 from ..native import NativeEnv
 from ..seeding import check_seed
 from ..validation import check_integer
-from . import pyclass, source
+from . import pyclass, source, unavailable
 from .build import Library, build_library
 from .errors import OceanError
 
@@ -202,6 +202,9 @@ def env_class(name: str, source_tree=None, **kwargs) -> type[OceanEnv]:
     """A shoal native env class for Ocean env ``name``, built (once, then cached) from
     ``source_tree`` (a PufferLib repository root or its pufferlib/ocean folder), or from the
     pinned pufferlib 3.0.0 sdist when None. ``kwargs`` are the Ocean class's keyword arguments."""
+    why = unavailable.reason(name, source_tree)
+    if why is not None:
+        raise OceanError(f"Ocean env {name!r} is unavailable: {why}")
     ocean = source.ocean_dir(source_tree)
     folder = source.env_dir(ocean, name)
     class_path = folder / f"{name}.py"
