@@ -11,10 +11,12 @@ from test_ocean import TEST_TREE, env_class, ocean_tree  # noqa: F401 (fixtures)
 
 import shoal.ocean as ocean
 from shoal.errors import APIUsageError, EnvError
-from shoal.ocean import source, unavailable
+from shoal.ocean import harness, source, unavailable
 from shoal.ocean.check import check
 from shoal.ocean.errors import OceanError
 from shoal.vector import make
+
+from rollouts import action_batches, assert_same, rollout
 
 
 @pytest.fixture
@@ -117,3 +119,70 @@ def test_gpudrive_is_unavailable_for_want_of_its_map_data(ocean_tree):  # noqa: 
     ) as raised:
         ocean.env_class("gpudrive")
     assert str(raised.value).endswith(unavailable.UNAVAILABLE["gpudrive"])
+
+
+# ---- moba: shared state its steps write, a resource file -------------------------------------------
+
+MOBA_STEPS = 3000  # its first rewards come after about 2,100 steps (the creeps meet)
+
+
+def test_moba_backends_agree_bit_for_bit_on_one_thread(env_class, tmp_path, monkeypatch):  # noqa: F811
+    monkeypatch.chdir(tmp_path)  # its game map is found in the tree, not the current directory
+    cls = ocean.env_class("moba")
+    with make([cls] * 2, backend="Serial", num_envs=2, seed=3) as vecenv:
+        reference = rollout(vecenv, MOBA_STEPS, seed=3)
+    assert np.any(reference["rewards"] != 0) and not np.array_equal(reference["obs"][0], reference["obs"][-1])
+    for threads in (0, 1):
+        for schedule in ("static", "dynamic"):
+            with make(
+                cls, backend="Multithreading", num_envs=2, seed=3, max_num_threads=threads, schedule=schedule
+            ) as vecenv:
+                assert_same(reference, rollout(vecenv, MOBA_STEPS, seed=3), f"moba T={threads} {schedule}")
+    env = cls(num_envs=2, seed=3)
+    try:
+        assert_same(reference, rollout(env, MOBA_STEPS, seed=3), "moba PufferEnv")
+    finally:
+        env.close()
+    result = check(cls, backend="Multithreading", num_envs=2, steps=300, max_num_threads=1)
+    assert result.passed, str(result)
+
+
+def test_moba_dynamics_equal_the_env_driven_directly(tmp_path):
+    cls = ocean.env_class("moba")
+    env = cls(num_envs=2, seed=5)
+    try:
+        actions = action_batches(env, MOBA_STEPS, 1)
+        got = rollout(env, MOBA_STEPS, seed=5)
+    finally:
+        env.close()
+    assert np.any(got["rewards"] != 0)
+    direct = harness.trace(cls, 2, 5, actions, tmp_path)
+    for key in ("obs", "rewards", "terminals"):
+        np.testing.assert_array_equal(got[key], direct[key], err_msg=f"moba: {key} differ from the C loop")
+
+
+@pytest.mark.parametrize("options", [{"max_num_threads": 2}, {"max_num_threads": 3, "schedule": "dynamic"}])
+def test_moba_on_several_threads_is_refused_with_the_reason(options):
+    cls = ocean.env_class("moba")
+    with pytest.raises(OceanError, match=r"moba: moba's c_step writes the state my_shared builds .* race"):
+        make(cls, backend="Multithreading", num_envs=4, **options)
+    with pytest.raises(OceanError, match=r"num_buffers=2"):
+        cls(num_envs=4, num_buffers=2)
+
+
+def test_a_missing_resource_file_names_the_env_and_the_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("SHOAL_OCEAN_BUILD_CACHE", str(tmp_path / "builds"))
+    tree = tmp_path / "PufferLib"
+    shutil.copytree(source.ocean_dir() / "moba", tree / "pufferlib" / "ocean" / "moba")
+    with pytest.raises(OceanError, match=r"Ocean env 'moba' .* opens resources/moba/game_map.npy, which is not in"):
+        ocean.env_class("moba", tree)
+    assert not (tmp_path / "builds").exists() or not any((tmp_path / "builds").iterdir())
+    # with the file in the tree's resources/ it builds, whatever the current directory
+    shutil.copytree(source.ocean_dir().parent / "resources" / "moba", tree / "pufferlib" / "resources" / "moba")
+    monkeypatch.chdir(tmp_path)
+    env = ocean.env_class("moba", tree)(num_envs=1)
+    try:
+        env.reset(0)
+        env.step(np.zeros((env.num_agents, 6), dtype=np.int32))
+    finally:
+        env.close()

@@ -27,6 +27,7 @@ import shoal
 from ..native import builds
 from ..native.builds import IN_USE_SECONDS, clean_builds, compiler, prune_builds
 from ..native.builds import KEEP_BUILDS_PER_NAME as KEEP_BUILDS_PER_ENV
+from . import resources
 from .errors import OceanError
 from .pyclass import SHARED_PREFIX, ClassModel
 from .source import build_cache_dir
@@ -224,6 +225,9 @@ def build_library(name: str, folder: Path, model: ClassModel) -> Library:
             f"Ocean env {name!r} ({folder / 'binding.c'}): my_log writes {len(keys)} keys; shoal keeps {MAX_STATS - 1}"
         )
     header = config_header(name, model, params, stats)
+    data_root = resources.resource_root(name, folder.parent, folder)
+    if data_root is not None:
+        header += f"#define SHOAL_OCEAN_RESOURCE_ROOT {_c_string(str(data_root))}\n"
     cc = compiler()
     sources = _staged_files(folder)
     key = builds.digest(

@@ -56,6 +56,7 @@ class OceanEnv(NativeEnv):
         if not isinstance(per_env, list) or len(per_env) != num_envs or not all(isinstance(p, dict) for p in per_env):
             raise OceanError(f"env_params must be a list of {num_envs} dicts (one per env)")
         seed = check_seed(seed)
+        unavailable.check_one_thread(self.ocean["name"], num_threads, num_buffers)
         resolved = {}
         params = []
         intervals = set()

@@ -45,8 +45,10 @@
 #define realloc(pointer, size) shoal_ocean_realloc(pointer, size)
 #define free(pointer) shoal_ocean_free(pointer)
 #include SHOAL_OCEAN_CONFIG
+#include "shoal_ocean_files.h" /* the binding's fopen: resource files found in its tree */
 #include SHOAL_OCEAN_BINDING
 #include "shoal_ocean_shared.h"
+#undef fopen
 #undef malloc
 #undef calloc
 #undef realloc

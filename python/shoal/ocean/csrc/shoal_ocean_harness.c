@@ -33,8 +33,10 @@
 #endif
 #include "shoal_ocean_runtime.h"
 #include SHOAL_OCEAN_CONFIG
+#include "shoal_ocean_files.h" /* the binding's fopen: resource files found in its tree */
 #include SHOAL_OCEAN_BINDING
 #include "shoal_ocean_shared.h"
+#undef fopen
 
 #define HARNESS_FLOAT_ACTIONS _Generic((((Env*)0)->actions), float*: 1, default: 0)
 #define HARNESS_FLOAT_TERMINALS _Generic((((Env*)0)->terminals), float*: 1, default: 0)
