@@ -32,11 +32,19 @@
 #define SHOAL_OCEAN_OWN_RAND /* rand() is each env's stream, as in shoal */
 #endif
 #include "shoal_ocean_runtime.h"
+/* Some envs' c_close ends with free(env) (grid's, tower_climb's: PufferLib's classes of those envs
+ * never call it); the harness's envs are one array, so that free does nothing, as in shoal. */
+static const void* harness_closing;
+static void harness_free(void* pointer) {
+    if (pointer != harness_closing) free(pointer);
+}
+#define free(pointer) harness_free(pointer)
 #include SHOAL_OCEAN_CONFIG
 #include "shoal_ocean_files.h" /* the binding's fopen: resource files found in its tree */
 #include SHOAL_OCEAN_BINDING
 #include "shoal_ocean_shared.h"
 #undef fopen
+#undef free
 
 #define HARNESS_FLOAT_ACTIONS _Generic((((Env*)0)->actions), float*: 1, default: 0)
 #define HARNESS_FLOAT_TERMINALS _Generic((((Env*)0)->terminals), float*: 1, default: 0)
@@ -264,6 +272,9 @@ int main(int argc, char** argv) {
     const double cpu_seconds =
         (double)(cpu_end.tv_sec - cpu_start.tv_sec) + 1e-9 * (double)(cpu_end.tv_nsec - cpu_start.tv_nsec);
     printf("%.9f %ld %.9f\n", seconds, steps * agents, cpu_seconds);
-    for (long i = 0; i < num_envs; ++i) c_close(&envs[i]);
+    for (long i = 0; i < num_envs; ++i) {
+        harness_closing = &envs[i];
+        c_close(&envs[i]);
+    }
     return 0;
 }
