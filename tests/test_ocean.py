@@ -38,6 +38,7 @@ ENVS = {
     "drone": {},
     "enduro": {},
     "go": {},
+    "grid": {"num_maps": 64},  # MY_SHARED: the mazes are built once per vector
     "nmmo3": {
         "width": [64],
         "height": [64],
@@ -58,6 +59,7 @@ ENVS = {
     "template": {},
     "terraform": {"num_agents": 4, "map_size": 32},
     "tetris": {},
+    "tower_climb": {"num_maps": 16},  # MY_SHARED: the puzzles are built once per vector
     "trash_pickup": {},
     "tripletriad": {},
 }

@@ -27,8 +27,9 @@ import shoal
 from ..native import builds
 from ..native.builds import IN_USE_SECONDS, clean_builds, compiler, prune_builds
 from ..native.builds import KEEP_BUILDS_PER_NAME as KEEP_BUILDS_PER_ENV
+from . import resources
 from .errors import OceanError
-from .pyclass import ClassModel
+from .pyclass import SHARED_PREFIX, ClassModel
 from .source import build_cache_dir
 
 CSRC = Path(__file__).resolve().parent / "csrc"
@@ -151,11 +152,15 @@ def config_header(name: str, model: ClassModel, params: tuple, stats: tuple) -> 
         "#define SHOAL_OCEAN_PARAMS(X) \\",
     ]
     for index, (key, kind_) in enumerate(params):
-        default = model.init_kwargs.get(key, 0)
+        default = model.param_value(key)
         c_type = _PARAM_TYPES[kind_]
         default = int(default) if kind_ == "bool" else default
         lines.append(f"    X({_c_string(key)}, {c_type}, {_c_number(default)}, {index}) \\")
     lines.append("")
+    first_shared = sum(1 for key, _ in params if not key.startswith(SHARED_PREFIX))
+    lines.append(f"#define SHOAL_OCEAN_FIRST_SHARED_PARAM {first_shared}")
+    if model.shared_key is not None:
+        lines.append(f"#define SHOAL_OCEAN_SHARED_KEY {_c_string(model.shared_key)}")
     lines.append("#define SHOAL_OCEAN_STATS(X) " + " ".join(f"X({_c_string(s)})" for s in stats))
     return "\n".join(lines) + "\n"
 
@@ -174,8 +179,9 @@ def _param_kind(value) -> str:
 def param_table(model: ClassModel) -> tuple:
     """(name, kind) of my_init's keyword arguments, by the Python type of the class's value (see
     _PARAM_TYPES). The `seed` keyword is not a parameter: the adapter draws it from the env's stream
-    at its first reset."""
-    return tuple((key, _param_kind(value)) for key, value in model.init_kwargs.items() if key != "seed")
+    at its first reset. binding.shared()'s keywords follow as "shared:<keyword>" (one value per vector)."""
+    own = tuple((key, _param_kind(value)) for key, value in model.init_kwargs.items() if key != "seed")
+    return own + tuple((SHARED_PREFIX + key, _param_kind(value)) for key, value in model.shared_kwargs.items())
 
 
 def _staged_files(folder: Path) -> list[Path]:
@@ -219,6 +225,9 @@ def build_library(name: str, folder: Path, model: ClassModel) -> Library:
             f"Ocean env {name!r} ({folder / 'binding.c'}): my_log writes {len(keys)} keys; shoal keeps {MAX_STATS - 1}"
         )
     header = config_header(name, model, params, stats)
+    data_root = resources.resource_root(name, folder.parent, folder)
+    if data_root is not None:
+        header += f"#define SHOAL_OCEAN_RESOURCE_ROOT {_c_string(str(data_root))}\n"
     cc = compiler()
     sources = _staged_files(folder)
     key = builds.digest(

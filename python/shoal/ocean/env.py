@@ -8,7 +8,7 @@ from .. import _native
 from ..native import NativeEnv
 from ..seeding import check_seed
 from ..validation import check_integer
-from . import pyclass, source
+from . import pyclass, source, unavailable
 from .build import Library, build_library
 from .errors import OceanError
 from .unavailable import check_available
@@ -57,6 +57,7 @@ class OceanEnv(NativeEnv):
         if not isinstance(per_env, list) or len(per_env) != num_envs or not all(isinstance(p, dict) for p in per_env):
             raise OceanError(f"env_params must be a list of {num_envs} dicts (one per env)")
         seed = check_seed(seed)
+        unavailable.check_one_thread(self.ocean["name"], num_threads, num_buffers)
         resolved = {}
         params = []
         intervals = set()
@@ -111,7 +112,7 @@ class OceanEnv(NativeEnv):
                 f"{info['layout']} -> {layout}; make a class for them: "
                 f"shoal.ocean.env_class({info['name']!r}, **{ {**info['kwargs'], **changed} })"
             )
-        return {name: model.init_kwargs.get(name, 0) for name, _ in info["params"]}, model.log_interval
+        return {name: model.param_value(name) for name, _ in info["params"]}, model.log_interval
 
     def _report_log(self, log: dict) -> dict:
         """PufferLib's vec_log from shoal's episode log: Log fields summed over the ended episodes,

@@ -20,10 +20,11 @@ import numpy as np
 from gymnasium import spaces
 
 from .errors import OceanError
-from .pyinterp import BINDING_CALLS, _Interpreter, _Refused, _Stop, _Unknown, _Unsupported
+from .pyinterp import BINDING_CALLS, SharedState, _Interpreter, _Refused, _Stop, _Unknown, _Unsupported
 
 # Keyword arguments of every Ocean class that shoal supplies itself (not user parameters).
 SUPPLIED = ("num_envs", "buf", "seed", "render_mode")
+SHARED_PREFIX = "shared:"  # parameters that are binding.shared()'s keywords (shoal_ocean_shared.h)
 
 
 @dataclass
@@ -37,6 +38,14 @@ class ClassModel:
     action_space: spaces.Space
     init_kwargs: dict = field(default_factory=dict)  # my_init's keyword arguments (numbers)
     log_interval: int | None = None  # the class's step reports every that many steps (self.tick % ...)
+    shared_key: str | None = None  # the my_init keyword that receives binding.shared()'s state (MY_SHARED)
+    shared_kwargs: dict = field(default_factory=dict)  # binding.shared()'s keyword arguments (numbers)
+
+    def param_value(self, name: str):
+        """The value of a parameter of param_table: a my_init keyword, or "shared:<keyword>" of shared()."""
+        if name.startswith(SHARED_PREFIX):
+            return self.shared_kwargs[name[len(SHARED_PREFIX) :]]
+        return self.init_kwargs.get(name, 0)
 
 
 @dataclass
@@ -177,20 +186,45 @@ def read_class(path: Path, overrides: dict | None = None) -> ClassModel:
     if call is None:
         raise fail("__init__ did not reach its binding.vec_init/env_init call with these keyword arguments")
     init_kwargs = {}
+    shared: SharedState | None = None
+    shared_key = None
     for key, value in call["kwargs"].items():
-        if isinstance(value, _Unknown):
-            raise fail(f"keyword {key!r} of binding.{call['function']}: {value.error.why}", call["line"])
-        if isinstance(value, np.bool_):
-            value = bool(value)
-        if not isinstance(value, numbers.Real):
-            raise fail(
-                f"keyword {key!r} of binding.{call['function']} is {value!r}; shoal passes numbers only", call["line"]
-            )
-        init_kwargs[key] = value.item() if isinstance(value, np.generic) else value
+        if isinstance(value, SharedState):
+            if shared is not None:
+                raise fail(f"binding.{call['function']} gets binding.shared()'s state twice", call["line"])
+            shared, shared_key = value, key
+            continue
+        init_kwargs[key] = _number(key, value, f"binding.{call['function']}", call["line"], fail)
+    shared_kwargs = {}
+    if shared is not None:
+        shared_kwargs = {
+            key: _number(key, value, "binding.shared", shared.line, fail) for key, value in shared.kwargs.items()
+        }
     interval_name = _report_interval_name(cls)
     log_interval = None if interval_name is None else attribute(interval_name)
     if log_interval is not None:
         if isinstance(log_interval, bool) or not isinstance(log_interval, numbers.Integral) or log_interval < 1:
             raise fail(f"self.{interval_name} (step's report cadence) must be a positive integer, got {log_interval!r}")
         log_interval = int(log_interval)
-    return ClassModel(path, cls.name, int(num_agents), observation_space, action_space, init_kwargs, log_interval)
+    return ClassModel(
+        path,
+        cls.name,
+        int(num_agents),
+        observation_space,
+        action_space,
+        init_kwargs,
+        log_interval,
+        shared_key,
+        shared_kwargs,
+    )
+
+
+def _number(key: str, value, function: str, line: int, fail):
+    """A keyword argument the binding unpacks: a number (a numpy scalar as its Python value)."""
+    if isinstance(value, _Unknown):
+        raise fail(f"keyword {key!r} of {function}: {value.error.why}", line)
+    if isinstance(value, np.bool_):
+        value = bool(value)
+    if not isinstance(value, numbers.Real):
+        raise fail(f"keyword {key!r} of {function} is {value!r}; shoal passes numbers only", line)
+    return value.item() if isinstance(value, np.generic) else value

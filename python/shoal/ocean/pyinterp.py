@@ -17,6 +17,7 @@ import numpy as np
 from gymnasium import spaces
 
 BINDING_CALLS = ("vec_init", "env_init")
+SHARED_CALL = "shared"  # the binding's my_shared (MY_SHARED)
 
 _NUMPY_NAMES = {
     "float32",
@@ -335,6 +336,8 @@ class _Interpreter:
             if isinstance(function, _BindingFunction):
                 if function.name in BINDING_CALLS and self.binding_call is None:
                     self.binding_call = {"function": function.name, "kwargs": kwargs, "line": node.lineno}
+                if function.name == SHARED_CALL:
+                    return SharedState(kwargs, node.lineno)
                 return None
             if function in _ALLOWED_CALLS or function in _SPACES.values():
                 return function(*args, **kwargs)
@@ -348,6 +351,15 @@ class _Refused(Exception):
     def __init__(self, line: int, message: str):
         super().__init__(message)
         self.line, self.message = line, message
+
+
+class SharedState:
+    """What ``binding.shared(**kwargs)`` returns (MY_SHARED): the state every env of a vector reads,
+    built by the binding's my_shared from these keywords."""
+
+    def __init__(self, kwargs: dict, line: int):
+        self.kwargs = kwargs
+        self.line = line
 
 
 class _BindingFunction:

@@ -1,7 +1,8 @@
 """Ocean envs of the pinned pufferlib 3.0.0 sdist that shoal does not run, and why.
 
-UNAVAILABLE holds the envs that cannot run for a reason in the env's own sources (PufferLib's
-own build of them does not work either, or works only by an accident of the compiler), each
+UNAVAILABLE holds the envs that cannot run for a reason in the env's own sources or data (PufferLib's
+own build of them does not work either, works only by an accident of the compiler, or needs data
+the sdist does not ship), each
 checked against the sdist (tests/test_ocean_unavailable.py). PENDING holds the envs whose
 binding extends PufferLib's contract in a way shoal's adapter does not carry yet: their entry
 goes when that support lands. ``shoal ocean list`` marks both; ``env_class`` raises
@@ -25,6 +26,12 @@ UNAVAILABLE = {
         "randomization (step 90), its -O2 -flto build reads the env struct itself as an enemy; "
         "shoal refuses it at build time (-Werror=maybe-uninitialized) rather than crash"
     ),
+    "gpudrive": (
+        "gpudrive reads its maps from resources/gpudrive/binaries/map_000.bin ... map_<num_maps - 1>.bin "
+        "(binding.c's my_shared and my_put; its class checks map_000.bin and raises FileNotFoundError "
+        "without it), and the pufferlib 3.0.0 sdist ships none of them (its resources/gpudrive holds only "
+        "map_942.bin, outside binaries/): the GPUDrive map data is a separate download"
+    ),
     "tactical": (
         "an unfinished env in the sdist: tactical.h defines no c_close, which PufferLib's "
         "binding calls (its own build fails to import: undefined symbol c_close); my_init sets "
@@ -33,15 +40,11 @@ UNAVAILABLE = {
     ),
 }
 
-_SHARED = "its binding defines {macros} (state built once and shared by the envs of a vector{more})"
+_SHARED = "its binding defines {macros} (state built once and shared by the envs of a vector{more}): MY_METHODS is not carried yet"
 PENDING = {
-    "grid": _SHARED.format(macros="MY_SHARED", more=""),
-    "moba": _SHARED.format(macros="MY_SHARED", more=""),
-    "tower_climb": _SHARED.format(macros="MY_SHARED", more=""),
     "impulse_wars": _SHARED.format(
         macros="MY_SHARED and MY_METHODS", more="; the env's own methods called from Python"
     ),
-    "gpudrive": _SHARED.format(macros="MY_SHARED and MY_PUT", more="; per-env state put from Python"),
     "school": "it builds (raymath's quaternions are in), but its parity with Serial and its C loop is not verified yet",
 }
 
@@ -62,3 +65,26 @@ def check_available(name: str, ocean: Path) -> None:
     reason = status(name)
     if reason is not None:
         raise OceanError(f"Ocean env {name!r} of pufferlib 3.0.0 does not run on shoal: {reason}")
+
+
+# Envs whose c_step writes the state my_shared built for the whole vector: two threads stepping envs
+# of one vector would race on it, so such a vector is stepped by one thread (each vector, and each
+# Multiprocessing worker, has a state of its own).
+WRITES_SHARED_STATE = {
+    "moba": (
+        "moba's c_step writes the state my_shared builds once per vector (its scripted opponents' path "
+        "search fills the shared ai_paths cache using the shared ai_path_buffer scratch), so two threads "
+        "would race on it"
+    ),
+}
+
+
+def check_one_thread(name: str, num_threads: int, num_buffers: int) -> None:
+    """Refuses more than one stepping thread for an env that writes its vector's shared state."""
+    why = WRITES_SHARED_STATE.get(name)
+    several = [n for n in (num_threads, num_buffers) if isinstance(n, int) and n > 1]
+    if why is not None and several:
+        raise OceanError(
+            f"{name}: {why}; step it with max_num_threads=0 or 1 and num_buffers=1, "
+            f"or on the Multiprocessing backend (got max_num_threads={num_threads}, num_buffers={num_buffers})"
+        )

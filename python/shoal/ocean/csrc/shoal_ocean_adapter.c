@@ -31,6 +31,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,7 +45,10 @@
 #define realloc(pointer, size) shoal_ocean_realloc(pointer, size)
 #define free(pointer) shoal_ocean_free(pointer)
 #include SHOAL_OCEAN_CONFIG
+#include "shoal_ocean_files.h" /* the binding's fopen: resource files found in its tree */
 #include SHOAL_OCEAN_BINDING
+#include "shoal_ocean_shared.h"
+#undef fopen
 #undef malloc
 #undef calloc
 #undef realloc
@@ -137,6 +141,12 @@ typedef struct shoal_ocean_env {
     shoal_ocean_arena arena;                          /* what my_init allocated */
 } shoal_ocean_env;
 
+/* The vector's shared state (MY_SHARED): my_shared's result and everything it allocated. */
+typedef struct shoal_ocean_shared {
+    shoal_ocean_arena arena;
+    PyObject handle;
+} shoal_ocean_shared;
+
 static shoal_ocean_arena* shoal_ocean_arena_of(shoal_env* env) {
     return &((shoal_ocean_env*)(void*)env)->arena;
 }
@@ -203,18 +213,30 @@ static int shoal_ocean_init(shoal_ocean_env* w) {
  * are the same on every backend and thread count (a Serial env learns its index only then). */
 static void shoal_ocean_first_reset(shoal_ocean_env* w) {
     shoal_ocean_point_buffers(w);
-    PyObject entries[SHOAL_OCEAN_NUM_PARAMS + 1];
-    for (int i = 0; i < SHOAL_OCEAN_NUM_PARAMS; ++i) {
-        entries[i] = (PyObject){.name = shoal_ocean_param_names[i]};
-        switch (shoal_ocean_param_types[i]) {
+    PyObject entries[SHOAL_OCEAN_NUM_PARAMS + 2];
+    for (int i = 0; i < SHOAL_OCEAN_INIT_PARAMS; ++i) {
+        const shoal_param_type type = shoal_ocean_param_types[i];
+        entries[i] =
+            (PyObject){.ob_refcnt = 1, .kind = SHOAL_OCEAN_PARAM_KIND(type), .name = shoal_ocean_param_names[i]};
+        switch (type) {
             case SHOAL_PARAM_FLOAT32: entries[i].number = (double)w->params[i].f; break;
             case SHOAL_PARAM_FLOAT64: entries[i].number = w->params[i].d; break;
             default: entries[i].number = (double)w->params[i].i; break; /* int32, bool */
         }
     }
-    entries[SHOAL_OCEAN_NUM_PARAMS] = (PyObject){.name = "seed", .number = (double)shoal_ocean_rand()};
-    PyObject kwargs = {.entries = entries, .count = SHOAL_OCEAN_NUM_PARAMS + 1, .owner = &w->base};
-    PyObject args = {.owner = &w->base};
+    int count = SHOAL_OCEAN_INIT_PARAMS;
+    entries[count++] =
+        (PyObject){.ob_refcnt = 1, .kind = SHOAL_OCEAN_PY_INT, .name = "seed", .number = (double)shoal_ocean_rand()};
+#ifdef SHOAL_OCEAN_SHARED_KEY
+    entries[count++] = shoal_ocean_shared_entry(&((const shoal_ocean_shared*)w->base.shared)->handle);
+#endif
+    PyObject kwargs = {.ob_refcnt = 1,
+                       .kind = SHOAL_OCEAN_PY_DICT,
+                       .name = "my_init",
+                       .entries = entries,
+                       .count = count,
+                       .owner = &w->base};
+    PyObject args = {.ob_refcnt = 1, .owner = &w->base};
     memset(&w->env.log, 0, sizeof(Log));
     shoal_ocean__filling = &w->arena;
     my_init(&w->env, &args, &kwargs);
@@ -375,7 +397,9 @@ static uint64_t shoal_ocean_step_range(shoal_range* range) {
 static void shoal_ocean_close(void* env) {
     shoal_ocean_env* w = (shoal_ocean_env*)env;
     shoal_ocean_route(w);
+    shoal_ocean__closing = &w->env;
     if (shoal_ocean_initialized(w)) c_close(&w->env);
+    shoal_ocean__closing = NULL;
     shoal_ocean_arena_release(&w->arena);
 }
 
@@ -396,18 +420,71 @@ static int shoal_ocean_step_callback(void* env) {
     return shoal_ocean_step((shoal_ocean_env*)env);
 }
 
-#define SHOAL_OCEAN_PARAM_ENTRY(NAME, TYPE, DEFAULT, INDEX)                   \
-    {NAME,                                                                    \
-     TYPE,                                                                    \
-     offsetof(shoal_ocean_env, params) + sizeof(shoal_ocean_value) * (INDEX), \
-     DEFAULT,                                                                 \
-     TYPE == SHOAL_PARAM_INT32  ? (double)INT32_MIN                           \
-     : TYPE == SHOAL_PARAM_BOOL ? 0.0                                         \
-                                : -HUGE_VAL,                                  \
-     TYPE == SHOAL_PARAM_INT32  ? (double)INT32_MAX                           \
-     : TYPE == SHOAL_PARAM_BOOL ? 1.0                                         \
-                                : HUGE_VAL,                                   \
-     "keyword argument of the env's my_init"},
+#ifdef SHOAL_OCEAN_SHARED_KEY
+static void shoal_ocean_release_shared(void* shared) {
+    shoal_ocean_arena_release(&((shoal_ocean_shared*)shared)->arena);
+    free(shared);
+}
+
+/* The spec's configure: my_shared, once per vector, on the caller, with rand() on the fixed stream of
+ * shoal_ocean_shared.h and allocations in the state's own arena. `params` is a zeroed env struct
+ * holding the vector's parameters; it stands for the env that reports my_shared's errors. */
+static int shoal_ocean_configure(shoal_env_spec* spec, const void* params, char* error) {
+    shoal_ocean_env* scratch = (shoal_ocean_env*)(uintptr_t)params;
+    shoal_ocean_shared* shared = (shoal_ocean_shared*)calloc(1, sizeof *shared);
+    if (!shared) {
+        snprintf(error, SHOAL_ERROR_CAPACITY, "%s", "out of memory for the shared state");
+        return 1;
+    }
+    double values[SHOAL_OCEAN_NUM_PARAMS];
+    int kinds[SHOAL_OCEAN_NUM_PARAMS];
+    for (int i = 0; i < SHOAL_OCEAN_NUM_PARAMS; ++i) {
+        const shoal_param_type type = shoal_ocean_param_types[i];
+        kinds[i] = SHOAL_OCEAN_PARAM_KIND(type);
+        values[i] = type == SHOAL_PARAM_FLOAT32   ? (double)scratch->params[i].f
+                    : type == SHOAL_PARAM_FLOAT64 ? scratch->params[i].d
+                                                  : (double)scratch->params[i].i;
+    }
+    scratch->base.error = error;
+    *SHOAL_OCEAN_RAND_STATE(scratch) = SHOAL_OCEAN_SHARED_RAND_SEED;
+    uint64_t* const route = shoal_ocean__rand_state;
+    shoal_ocean_route(scratch);
+    shoal_ocean__filling = &shared->arena;
+    PyObject* handle = shoal_ocean_run_shared(shoal_ocean_param_names, values, kinds, &scratch->base);
+    shoal_ocean__filling = NULL;
+    shoal_ocean__rand_state = route;
+    if (!handle) {
+        char reason[SHOAL_ERROR_CAPACITY];
+        snprintf(reason, sizeof reason, "%s", error);
+        snprintf(error, SHOAL_ERROR_CAPACITY, "my_shared (the binding's shared state): %s", reason);
+        shoal_ocean_release_shared(shared);
+        return 1;
+    }
+    shared->handle = *handle;
+    spec->shared = shared;
+    return 0;
+}
+#define SHOAL_OCEAN_CONFIGURE shoal_ocean_configure
+#define SHOAL_OCEAN_RELEASE_SHARED shoal_ocean_release_shared
+#else
+#define SHOAL_OCEAN_CONFIGURE NULL
+#define SHOAL_OCEAN_RELEASE_SHARED NULL
+#endif
+
+#define SHOAL_OCEAN_PARAM_ENTRY(NAME, TYPE, DEFAULT, INDEX)                                   \
+    {NAME,                                                                                    \
+     TYPE,                                                                                    \
+     offsetof(shoal_ocean_env, params) + sizeof(shoal_ocean_value) * (INDEX),                 \
+     DEFAULT,                                                                                 \
+     TYPE == SHOAL_PARAM_INT32  ? (double)INT32_MIN                                           \
+     : TYPE == SHOAL_PARAM_BOOL ? 0.0                                                         \
+                                : -HUGE_VAL,                                                  \
+     TYPE == SHOAL_PARAM_INT32  ? (double)INT32_MAX                                           \
+     : TYPE == SHOAL_PARAM_BOOL ? 1.0                                                         \
+                                : HUGE_VAL,                                                   \
+     (INDEX) < SHOAL_OCEAN_FIRST_SHARED_PARAM ? "keyword argument of the env's my_init"       \
+                                              : "keyword argument of the binding's shared()", \
+     (INDEX) < SHOAL_OCEAN_FIRST_SHARED_PARAM ? 0u : SHOAL_PARAM_PER_VECTOR},
 static const shoal_param shoal_ocean_params[] = {SHOAL_OCEAN_PARAMS(SHOAL_OCEAN_PARAM_ENTRY)};
 
 #define SHOAL_OCEAN_STRING(NAME) #NAME
@@ -440,6 +517,8 @@ static const shoal_env_spec shoal_ocean_spec = {
     .num_stats = SHOAL_OCEAN_NUM_STATS,
     .close = shoal_ocean_close,
     .take_log = shoal_ocean_take_log,
+    .configure = SHOAL_OCEAN_CONFIGURE,
+    .release_shared = SHOAL_OCEAN_RELEASE_SHARED,
 };
 
 #define SHOAL_OCEAN_EXPORT(NAME) SHOAL_EXPORT_ENV(NAME, shoal_ocean_spec)

@@ -32,8 +32,19 @@
 #define SHOAL_OCEAN_OWN_RAND /* rand() is each env's stream, as in shoal */
 #endif
 #include "shoal_ocean_runtime.h"
+/* Some envs' c_close ends with free(env) (grid's, tower_climb's: PufferLib's classes of those envs
+ * never call it); the harness's envs are one array, so that free does nothing, as in shoal. */
+static const void* harness_closing;
+static void harness_free(void* pointer) {
+    if (pointer != harness_closing) free(pointer);
+}
+#define free(pointer) harness_free(pointer)
 #include SHOAL_OCEAN_CONFIG
+#include "shoal_ocean_files.h" /* the binding's fopen: resource files found in its tree */
 #include SHOAL_OCEAN_BINDING
+#include "shoal_ocean_shared.h"
+#undef fopen
+#undef free
 
 #define HARNESS_FLOAT_ACTIONS _Generic((((Env*)0)->actions), float*: 1, default: 0)
 #define HARNESS_FLOAT_TERMINALS _Generic((((Env*)0)->terminals), float*: 1, default: 0)
@@ -46,6 +57,8 @@ static const char* const harness_names[] = {SHOAL_OCEAN_PARAMS(HARNESS_NAME)};
      : TYPE == SHOAL_PARAM_FLOAT64 ? (double)(DEFAULT)        \
                                    : (double)(int32_t)(DEFAULT)),
 static const double harness_defaults[] = {SHOAL_OCEAN_PARAMS(HARNESS_VALUE)};
+#define HARNESS_KIND(NAME, TYPE, DEFAULT, INDEX) SHOAL_OCEAN_PARAM_KIND(TYPE),
+static const int harness_kinds[] = {SHOAL_OCEAN_PARAMS(HARNESS_KIND)};
 
 static const int32_t obs_shape[] = SHOAL_OCEAN_OBS_SHAPE;
 static const int32_t action_nvec[] = SHOAL_OCEAN_ACTION_NVEC;
@@ -113,8 +126,22 @@ int main(int argc, char** argv) {
         die("out of memory");
     (void)rand_states;
 
+#ifdef SHOAL_OCEAN_SHARED_KEY
+    /* PufferLib's class calls binding.shared() first; rand() on the same fixed stream as shoal's. */
+    static shoal_env shared_owner;
+    static char shared_error[SHOAL_ERROR_CAPACITY];
+    shared_owner.error = shared_error;
+    uint64_t shared_rand = SHOAL_OCEAN_SHARED_RAND_SEED;
+#ifdef SHOAL_OCEAN_HARNESS_SHOAL_RAND
+    shoal_ocean__rand_state = &shared_rand;
+#endif
+    (void)shared_rand;
+    const PyObject* shared = shoal_ocean_run_shared(harness_names, harness_defaults, harness_kinds, &shared_owner);
+    if (!shared) die(shared_error);
+#endif
+
     /* PufferLib's vec_init then vec_reset, env by env. */
-    PyObject entries[HARNESS_NUM_PARAMS + 1];
+    PyObject entries[HARNESS_NUM_PARAMS + 2];
     for (long i = 0; i < num_envs; ++i) {
         Env* env = &envs[i];
         const long row = i * SHOAL_OCEAN_NUM_AGENTS;
@@ -128,8 +155,9 @@ int main(int argc, char** argv) {
             env->actions = (__typeof__(env->actions))(void*)(float_actions + row * SHOAL_OCEAN_ACTION_DIMS);
         else
             env->actions = (__typeof__(env->actions))(void*)(int_actions + row * SHOAL_OCEAN_ACTION_DIMS);
-        for (int p = 0; p < HARNESS_NUM_PARAMS; ++p)
-            entries[p] = (PyObject){.name = harness_names[p], .number = harness_defaults[p]};
+        for (int p = 0; p < SHOAL_OCEAN_INIT_PARAMS; ++p)
+            entries[p] = (PyObject){
+                .ob_refcnt = 1, .kind = harness_kinds[p], .name = harness_names[p], .number = harness_defaults[p]};
 #ifdef SHOAL_OCEAN_HARNESS_SHOAL_RAND
         /* As shoal does: the env's stream is seeded first, my_init's seed is its first draw. */
         shoal_rng stream;
@@ -141,8 +169,12 @@ int main(int argc, char** argv) {
         const double env_seed = (double)(i + (long)seed * num_envs);
         srand((unsigned)env_seed);
 #endif
-        entries[HARNESS_NUM_PARAMS] = (PyObject){.name = "seed", .number = env_seed};
-        PyObject kwargs = {.entries = entries, .count = HARNESS_NUM_PARAMS + 1};
+        int count = SHOAL_OCEAN_INIT_PARAMS;
+        entries[count++] = (PyObject){.ob_refcnt = 1, .kind = SHOAL_OCEAN_PY_INT, .name = "seed", .number = env_seed};
+#ifdef SHOAL_OCEAN_SHARED_KEY
+        entries[count++] = shoal_ocean_shared_entry(shared);
+#endif
+        PyObject kwargs = {.ob_refcnt = 1, .kind = SHOAL_OCEAN_PY_DICT, .entries = entries, .count = count};
         PyObject args = {0};
         my_init(env, &args, &kwargs);
 #ifndef SHOAL_OCEAN_HARNESS_SHOAL_RAND
@@ -240,6 +272,9 @@ int main(int argc, char** argv) {
     const double cpu_seconds =
         (double)(cpu_end.tv_sec - cpu_start.tv_sec) + 1e-9 * (double)(cpu_end.tv_nsec - cpu_start.tv_nsec);
     printf("%.9f %ld %.9f\n", seconds, steps * agents, cpu_seconds);
-    for (long i = 0; i < num_envs; ++i) c_close(&envs[i]);
+    for (long i = 0; i < num_envs; ++i) {
+        harness_closing = &envs[i];
+        c_close(&envs[i]);
+    }
     return 0;
 }

@@ -147,7 +147,9 @@ enum {
 #define GetScreenHeight(...) SHOAL_RL_VALUE(GetScreenHeight, 0)
 #define GetFPS(...) SHOAL_RL_VALUE(GetFPS, 0)
 #define GetFrameTime(...) SHOAL_RL_VALUE(GetFrameTime, 0.0f)
-#define GetTime(...) SHOAL_RL_VALUE(GetTime, 0.0)
+/* The clock of a window never opened: raylib's GetTime() counts from InitWindow, and GLFW's clock
+ * reads 0 before glfwInit. tower_climb's c_step stamps its render effects with it. */
+#define GetTime(...) SHOAL_RL_NO_INPUT(0.0)
 #define BeginDrawing(...) SHOAL_RL_STUB(BeginDrawing)
 #define EndDrawing(...) SHOAL_RL_STUB(EndDrawing)
 #define ClearBackground(...) SHOAL_RL_STUB(ClearBackground)
@@ -250,6 +252,23 @@ enum {
 #define UpdateMeshBuffer(...) SHOAL_RL_STUB(UpdateMeshBuffer)
 #define PlaySound(...) SHOAL_RL_STUB(PlaySound)
 #define LoadSound(...) SHOAL_RL_VALUE(LoadSound, ((Sound){0}))
+
+/* Skeletal animation and the rest of tower_climb's renderer. */
+typedef struct BoneInfo { char name[32]; int parent; } BoneInfo;
+typedef struct Transform { Vector3 translation; Vector4 rotation; Vector3 scale; } Transform;
+typedef struct ModelAnimation {
+    int boneCount, frameCount;
+    BoneInfo* bones;
+    Transform** framePoses;
+    char name[32];
+} ModelAnimation;
+enum { SHOAL_RL_SHADER_LOC_VECTOR_VIEW = 11 };
+#define SHADER_LOC_VECTOR_VIEW SHOAL_RL_SHADER_LOC_VECTOR_VIEW
+#define LoadModelAnimations(...) SHOAL_RL_VALUE(LoadModelAnimations, ((ModelAnimation*)0))
+#define UpdateModelAnimation(...) SHOAL_RL_STUB(UpdateModelAnimation)
+#define UnloadModelAnimations(...) SHOAL_RL_STUB(UnloadModelAnimations)
+#define GetModelBoundingBox(...) SHOAL_RL_VALUE(GetModelBoundingBox, ((BoundingBox){0}))
+#define DrawCylinder(...) SHOAL_RL_STUB(DrawCylinder)
 
 /* clang-format on */
 #endif /* SHOAL_OCEAN_RAYLIB_H */

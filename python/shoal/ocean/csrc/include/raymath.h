@@ -101,6 +101,7 @@ static inline SHOAL_UNUSED Matrix QuaternionToMatrix(Quaternion q) {
     m.m15 = 1.0f;
     return m;
 }
+static inline SHOAL_UNUSED Vector3 Vector3Zero(void) { return (Vector3){0.0f, 0.0f, 0.0f}; }
 
 /* clang-format on */
 #endif /* SHOAL_OCEAN_RAYMATH_H */

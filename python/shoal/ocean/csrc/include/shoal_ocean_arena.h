@@ -44,6 +44,9 @@ typedef struct shoal_ocean_arena {
 
 /* The arena allocations go to on this thread: the env whose my_init runs, else none. */
 static SHOAL_THREAD_LOCAL shoal_ocean_arena* shoal_ocean__filling SHOAL_UNUSED;
+/* The env struct whose c_close runs on this thread: some envs' c_close ends with free(env) (PufferLib's
+ * classes of those envs never call it), but the struct is part of shoal's, so that free does nothing. */
+static SHOAL_THREAD_LOCAL const void* shoal_ocean__closing SHOAL_UNUSED;
 
 /* The arena of `env` (defined by the adapter, which knows its struct). */
 static shoal_ocean_arena* shoal_ocean_arena_of(shoal_env* env);
@@ -104,7 +107,7 @@ static SHOAL_UNUSED shoal_ocean_arena* shoal_ocean_arena_holding(const void* poi
 }
 
 static SHOAL_UNUSED void shoal_ocean_free(void* pointer) {
-    if (pointer && !shoal_ocean_arena_holding(pointer)) free(pointer);
+    if (pointer && pointer != shoal_ocean__closing && !shoal_ocean_arena_holding(pointer)) free(pointer);
 }
 
 static SHOAL_UNUSED void* shoal_ocean_realloc(void* pointer, size_t size) {
