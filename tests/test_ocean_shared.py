@@ -115,7 +115,7 @@ def test_gpudrive_is_unavailable_for_want_of_its_map_data(ocean_tree):  # noqa: 
     assert not any("/binaries/" in n for n in shipped), shipped
     with pytest.raises(
         OceanError,
-        match=r"'gpudrive' is unavailable: gpudrive reads its maps from resources/gpudrive/binaries/map_000.bin",
+        match=r"'gpudrive' of pufferlib 3.0.0 does not run on shoal: unavailable: gpudrive reads its maps from resources/gpudrive/binaries/map_000.bin",
     ) as raised:
         ocean.env_class("gpudrive")
     assert str(raised.value).endswith(unavailable.UNAVAILABLE["gpudrive"])

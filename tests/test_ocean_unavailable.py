@@ -24,9 +24,10 @@ def sdist(tmp_path_factory):
 def test_every_env_of_the_sdist_runs_or_is_listed_with_its_reason(sdist):
     names = set(ocean.available())
     listed = set(UNAVAILABLE) | set(PENDING)
-    assert not set(ENVS) & listed
-    assert names <= set(ENVS) | listed, f"neither tested nor listed: {sorted(names - set(ENVS) - listed)}"
-    assert len(names | listed) == 31 and len(UNAVAILABLE) == 2
+    tested = set(ENVS) | {"moba"}  # moba: tests/test_ocean_shared.py (one stepping thread: it writes its shared state)
+    assert not tested & listed
+    assert names <= tested | listed, f"neither tested nor listed: {sorted(names - tested - listed)}"
+    assert len(names | listed) == 31 and len(UNAVAILABLE) == 3
     # impulse_wars keeps its env in env.h, not impulse_wars.h: a folder of the sdist all the same.
     assert all((sdist / name / "binding.c").is_file() for name in listed)
 
@@ -45,7 +46,8 @@ def test_ocean_list_marks_each_env_that_does_not_run(sdist, capsys):
         reason = status(name)
         assert line == (f"{name}  ({reason})" if reason else name)
     assert lines["freeway"].startswith("freeway  (unavailable: freeway.h:299")
-    assert lines["grid"].startswith("grid  (not supported yet: its binding defines MY_SHARED")
+    assert lines["gpudrive"].startswith("gpudrive  (unavailable: gpudrive reads its maps")
+    assert lines["grid"] == "grid"
     assert lines["snake"] == "snake"
 
 
