@@ -1,18 +1,76 @@
 import faulthandler
-import os
 import signal
+from fnmatch import fnmatchcase
 
 import pytest
 
+# The test tiers (CONTRIBUTING.md): `pytest` runs the fast tier, everything not marked `integration`
+# or `slow` (pyproject.toml's addopts deselects those two); `pytest -m integration` runs the heavy
+# tests below, `pytest -m slow` the soak tests, `pytest -m ""` every test.
+#
+# Each entry: a node-id pattern (fnmatch, relative to tests/), the tier, and why. The first entry that
+# matches a test decides; "fast" entries are the exceptions that keep a few cheap tests of a heavy
+# file in the fast tier. A test that matches nothing is fast. tests/test_tiers.py checks that every
+# entry still matches a test and that the fast tier needs no build, cluster or training.
+TIERS = [
+    (
+        "test_native_builds.py::*",
+        "integration",
+        "builds the C++ tests with CMake three times (plain, ASan+UBSan, TSan)",
+    ),
+    ("test_sdk_template.py::*", "integration", "builds examples/custom_env with CMake against the installed shoal"),
+    ("test_packaging.py::*", "integration", "runs pybind11-stubgen and mypy.stubtest, builds and repairs a wheel"),
+    ("test_platform_layer.py::test_other_waiting_layers_compile_here*", "integration", "compiles each waiting layer"),
+    ("test_docs.py::*", "integration", "runs every docs example in a fresh interpreter and builds the Sphinx site"),
+    ("test_examples.py::*", "integration", "trains the SB3 and TorchRL examples end to end"),
+    ("test_adapters.py::test_sb3_ppo_learns*", "integration", "trains SB3's PPO"),
+    ("test_cli.py::test_autotune_write*", "integration", "runs autotune's timed trials end to end"),
+    ("test_cli.py::test_bench_writes*", "integration", "runs timed benchmarks and draws the plot"),
+    ("test_adapters.py::test_torchrl*rollout*", "integration", "imports TorchRL and runs its rollout"),
+    # Multiprocessing parity: every batching mode on the plain env and every env kind on one mode stay fast.
+    ("test_multiprocessing.py::test_parity_with_serial[[]walk-[0-9]*", "fast", "every batching mode, one env"),
+    (
+        "test_multiprocessing.py::test_parity_with_serial[[]*-4 workers async copy sync_traj[]]",
+        "fast",
+        "every env kind",
+    ),
+    ("test_multiprocessing.py::test_parity_with_serial*", "integration", "the rest of the env kind x mode sweep"),
+    (
+        "test_multiprocessing.py::test_start_methods_with_lambda_creator[[]spawn[]]",
+        "integration",
+        "a fresh interpreter per worker",
+    ),
+    ("test_worker_lifecycle.py::test_ctrl_c_anywhere_in_make*", "integration", "a child process per interrupt point"),
+    ("test_ray.py::*", "integration", "starts Ray clusters"),
+    ("test_worker_fault_modes.py::*[[]Ray-*", "integration", "starts a Ray cluster"),
+    # Ocean: a few tests on one or two envs (the bundled test tree's tiny ones, cartpole, squared)
+    # stay fast; every other Ocean test, new files included, compiles Ocean envs.
+    ("test_ocean.py::test_acceptance_set_is_covered", "fast", "reads a table, compiles nothing"),
+    ("test_ocean.py::test_unknown_env_lists_the_available_ones", "fast", "fails before compiling"),
+    ("test_ocean.py::test_missing_files_are_named", "fast", "fails before compiling"),
+    ("test_ocean.py::test_ocean_errors_are_api_usage_errors", "fast", "compiles nothing"),
+    ("test_ocean*", "integration", "compiles Ocean envs from the PufferLib sdist"),
+    ("test_mujoco_errors.py::*", "fast", "errors raised before or while loading one small model"),
+    ("test_mujoco*", "integration", "compiles MuJoCo tasks and sweeps them against Gymnasium's"),
+]
+TIER_NAMES = ("fast", "integration")
 
+
+def tier_of(nodeid: str) -> tuple[str, str]:
+    """The (tier, reason) of a test, by its node id relative to tests/."""
+    for pattern, tier, reason in TIERS:
+        if fnmatchcase(nodeid, pattern):
+            return tier, reason
+    return "fast", "matches no entry"
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
 def pytest_collection_modifyitems(config, items):
-    """Slow soak tests run in CI (SHOAL_RUN_SLOW=1, set by .ci/run) and locally when asked for."""
-    if os.environ.get("SHOAL_RUN_SLOW") == "1":
-        return
-    skip = pytest.mark.skip(reason="slow soak: set SHOAL_RUN_SLOW=1 to run (CI does)")
+    """Marks each test the table puts in the integration tier (before -m selects)."""
     for item in items:
-        if "slow" in item.keywords:
-            item.add_marker(skip)
+        tier, _ = tier_of(item.nodeid.removeprefix("tests/"))
+        if tier == "integration":
+            item.add_marker(pytest.mark.integration)
 
 
 @pytest.fixture

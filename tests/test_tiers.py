@@ -1,0 +1,139 @@
+"""The test tiers hold: conftest's TIERS table is live and complete, the markers say how to select
+them, plain `pytest` collects exactly the fast tier, and no fast test builds, starts a cluster or trains."""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+from fnmatch import fnmatchcase
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10: pytest's own dependency
+    import tomli as tomllib
+
+from conftest import TIER_NAMES, TIERS, tier_of
+
+ROOT = Path(__file__).resolve().parents[1]
+TESTS = ROOT / "tests"
+# Work that belongs in the integration tier, as it reads in a test, its decorators or its fixtures.
+HEAVY = re.compile(
+    r"cmake|ctest|sanitiz|stubtest|stubgen|auditwheel|sphinx|ray\.init|backend=\"Ray\"|\.learn\(|import torchrl",
+    re.IGNORECASE,
+)
+# Compiling an Ocean or MuJoCo env: allowed in the fast tier only where an entry says why.
+COMPILES = re.compile(r"\benv_class\(")
+
+
+def collect(*args: str) -> dict[str, set[str]]:
+    """Node id -> marker names of the tests `pytest --collect-only ARGS` selects."""
+    probe = (
+        "import pytest, sys\n"
+        "class Probe:\n"
+        "    def pytest_collection_finish(self, session):\n"
+        "        for item in session.items:\n"
+        "            print('TIER', item.nodeid, *sorted(m.name for m in item.iter_markers()), sep='\\t')\n"
+        "sys.exit(pytest.main(['--collect-only', '-q', '-p', 'no:cacheprovider', *sys.argv[1:]], plugins=[Probe()]))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe, *args], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    tests = {}
+    for line in result.stdout.splitlines():
+        if line.startswith("TIER\t"):
+            nodeid, *markers = line.split("\t")[1:]
+            tests[nodeid] = set(markers)
+    assert tests, result.stdout[-3000:]
+    return tests
+
+
+@cache
+def every_test() -> dict[str, set[str]]:
+    return collect("-m", "")
+
+
+def test_markers_are_registered_and_say_how_to_select_them():
+    options = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    texts = dict(marker.split(":", 1) for marker in options["markers"])
+    for name in ("integration", "slow"):
+        assert f"-m {name}" in texts[name], texts[name]
+    addopts = options["addopts"]
+    assert addopts[addopts.index("-m") + 1] == "not integration and not slow"
+    assert "SHOAL_RUN_SLOW" not in (TESTS / "conftest.py").read_text()  # no hidden gate on top of -m
+
+
+def test_every_entry_has_a_tier_and_a_reason_and_decides_some_test():
+    deciding = set()
+    for nodeid in every_test():
+        first = next(
+            (n for n, (pattern, _, _) in enumerate(TIERS) if fnmatchcase(nodeid.removeprefix("tests/"), pattern)), None
+        )
+        deciding.add(first)
+    for n, (pattern, tier, reason) in enumerate(TIERS):
+        assert tier in TIER_NAMES and reason.strip(), pattern
+        # The entry is the first match of at least one test: not stale, not shadowed by an earlier one.
+        assert n in deciding, f"no test is decided by the entry {pattern!r}"
+
+
+def test_plain_pytest_collects_the_fast_tier_and_the_other_tiers_the_rest():
+    everything = every_test()
+    for nodeid, markers in everything.items():
+        assert ("integration" in markers) == (tier_of(nodeid.removeprefix("tests/"))[0] == "integration"), nodeid
+    fast = {nodeid for nodeid, markers in everything.items() if not markers & {"integration", "slow"}}
+    assert set(collect()) == fast
+    rest = set(everything) - fast  # CI's second run, `-m "integration or slow"`
+    assert {"test_native_builds.py", "test_packaging.py", "test_ray.py", "test_examples.py"} <= {
+        nodeid.split("::")[0].removeprefix("tests/") for nodeid in rest
+    }
+
+
+def test_no_fast_test_builds_starts_a_cluster_or_trains():
+    heavy, compiling = [], []
+    for nodeid, markers in every_test().items():
+        if markers & {"integration", "slow"}:
+            continue
+        source = source_of(nodeid)
+        if HEAVY.search(source) or "[Ray" in nodeid:
+            heavy.append(nodeid)
+        if COMPILES.search(source) and tier_of(nodeid.removeprefix("tests/"))[1] == "matches no entry":
+            compiling.append(nodeid)
+    assert not heavy, f"fast tests doing integration work (add an entry to TIERS in conftest.py): {heavy}"
+    assert not compiling, f"fast tests compiling envs without an entry saying why: {compiling}"
+
+
+# Samples the check must see (here, not in a decorator, which the check reads as the test's own source).
+SAMPLES = [
+    ('subprocess.run(["cmake", "--build", build])', True),
+    ('make(Env, backend="Ray", num_envs=2)', True),
+    ("model.learn(total_timesteps=64)", True),
+    ('make(Env, backend="Serial", num_envs=2)', False),
+]
+
+
+@pytest.mark.parametrize("source, heavy", SAMPLES, ids=["build", "cluster", "training", "serial"])
+def test_the_check_sees_integration_work(source, heavy):
+    assert bool(HEAVY.search(source)) == heavy
+
+
+def source_of(nodeid: str) -> str:
+    """A test's function with its decorators, and the module's fixtures it names (one level)."""
+    path, name = nodeid.split("::")[0], nodeid.split("::")[-1].split("[")[0]
+    text = (ROOT / path).read_text()
+    functions = {
+        node.name: node
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+
+    def segment(function: ast.AST) -> str:
+        parts = [ast.get_source_segment(text, d) or "" for d in function.decorator_list]
+        return "\n".join([*parts, ast.get_source_segment(text, function) or ""])
+
+    function = functions[name]
+    fixtures = [functions[a.arg] for a in function.args.args if a.arg in functions]
+    return "\n".join(segment(f) for f in [function, *fixtures])
