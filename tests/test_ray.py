@@ -361,6 +361,35 @@ def test_join_by_address_from_another_process(cluster):
     assert ray.cluster_resources().get("CPU") == 2
 
 
+def test_a_cluster_joined_after_shoal_stopped_its_local_instance_runs_actors(cluster):
+    """After the local instance shoal started is shut down, joining a cluster without token
+    authentication still starts actors: the token mode Ray turned on for the whole process when it
+    started that instance is undone (before, the joined cluster cancelled every actor: "The actor
+    never ran - it was cancelled before it started running")."""
+    out = run_script(
+        """
+        import os, sys
+        os.environ.pop("RAY_AUTH_MODE", None)  # as a process that never set it
+        import gymnasium, ray
+        from shoal.vector import make
+        local = make(lambda: gymnasium.make("CartPole-v1"), backend="Ray", num_envs=2, num_workers=1)
+        local.reset()
+        local.close()
+        assert not ray.is_initialized()
+        print("mode after close:", os.environ.get("RAY_AUTH_MODE"))
+        joined = make(lambda: gymnasium.make("CartPole-v1"), backend="Ray", num_envs=4, num_workers=2,
+                      ray_address=sys.argv[1])
+        joined.reset(seed=3)
+        joined.step([0, 1, 0, 1])
+        joined.close()
+        print("joined ok")
+    """,
+        cluster,
+        timeout=120,
+    )
+    assert "mode after close: None" in out and "joined ok" in out, out
+
+
 def test_local_instance_is_started_and_shut_down():
     """Without a connection or address the backend starts a local Ray instance, shared by the
     vectors of the process and shut down with the last of them; importing shoal never imports Ray."""

@@ -9,8 +9,6 @@ its env. The failure must be reported within the bound even where batches of the
 coming (one worker per batch, or aligned half blocks, without sync_traj): the caller never sleeps
 there. The other envs' step counters never go back, so they were not touched.
 
-The file's name puts it after tests/test_ray.py: a Ray cluster started in the same process after the
-Ray cases here could not start its actors (seen in CI, not yet explained), so no Ray test runs after it.
 """
 
 import os
@@ -21,6 +19,7 @@ import numpy as np
 import psutil
 import pytest
 
+from shoal.backends.workers.ray_session import AUTH_MODE, restore_auth_mode
 from shoal.errors import WorkerError
 from shoal.vector import make
 
@@ -39,11 +38,19 @@ WARMUP_RECVS = 12
 
 @pytest.fixture(scope="module")
 def ray_cluster():
-    """This module's own 2-CPU local Ray instance, started once for every Ray case."""
+    """This module's own 2-CPU local Ray instance, started once for every Ray case.
+
+    Starting it turns Ray's token authentication on for this whole process, and ray.shutdown()
+    leaves it on; the fixture undoes it as shoal does for an instance it started
+    (workers/ray_session.py), or a cluster without authentication joined later in this process
+    (tests/test_ray.py's) would cancel every actor."""
     ray = pytest.importorskip("ray")
+    mode_before = os.environ.get(AUTH_MODE)
     ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR")
     yield
     ray.shutdown()
+    if mode_before is None:
+        restore_auth_mode()
 
 
 def cases():

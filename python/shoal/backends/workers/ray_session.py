@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import threading
 
 from ...errors import WorkerError
@@ -19,6 +20,22 @@ from .ownership import Owner
 
 _session_lock = threading.Lock()
 _session = {"users": 0}  # vectors using a connection that shoal opened (ray.init) in this process
+AUTH_MODE = "RAY_AUTH_MODE"
+_auth = {"set_by_init": False}  # shoal's ray.init turned token authentication on for this process
+
+
+def restore_auth_mode() -> None:
+    """Undoes what a ray.init() did to this process's authentication mode when RAY_AUTH_MODE was
+    unset before it (see the module's docstring); call it after ray.shutdown()."""
+    os.environ.pop(AUTH_MODE, None)
+    try:
+        from ray._raylet import AuthenticationTokenLoader, Config
+    except ImportError:
+        return  # a Ray without token authentication: the variable was all there was
+    # In this order, as Ray's own tests reset it: the config first, so that a core-worker thread
+    # still draining cannot reload the token while the config says token mode.
+    Config.initialize("")
+    AuthenticationTokenLoader.instance().reset_cache()
 
 
 def connect(ray, address: str | None) -> bool:
@@ -35,11 +52,15 @@ def connect(ray, address: str | None) -> bool:
             kwargs = {**kwargs, "address": "local", "include_dashboard": False}
         else:
             kwargs["address"] = address
+        mode_before = os.environ.get(AUTH_MODE)
         try:
             ray.init(**kwargs)
         except Exception as exc:
+            if mode_before is None and AUTH_MODE in os.environ:
+                restore_auth_mode()
             where = f"the Ray cluster at {address!r}" if address else "a local Ray instance"
             raise WorkerError(f"backend Ray could not connect to {where}: {type(exc).__name__}: {exc}") from exc
+        _auth["set_by_init"] = mode_before is None and AUTH_MODE in os.environ
         _session["users"] = 1
         return True
 
@@ -56,6 +77,9 @@ def disconnect(ray, wait: bool = True) -> None:
     def shut_down():
         try:
             ray.shutdown()
+            if _auth["set_by_init"]:
+                _auth["set_by_init"] = False
+                restore_auth_mode()
         finally:
             _session_lock.release()
 
