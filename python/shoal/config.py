@@ -270,7 +270,7 @@ def resolve_env(config: Config):
 
     if name in BUNDLED:
         return BUNDLED[name]
-    library = re.fullmatch(r"(.+\.so)(?::(\w+))?", name)  # path/to/env.so[:EXPORT]
+    library = re.fullmatch(r"(.+\.(?:so|dylib|dll))(?::(\w+))?", name)  # path/to/env.so[:EXPORT] (.dylib, .dll)
     if library:
         return _native_library(config, Path(library.group(1)), library.group(2) or "")
     module_name, _, attr = name.partition(":")

@@ -1,8 +1,8 @@
 """Compiles a task's C file at first use against the installed MuJoCo wheel, cached like Ocean builds.
 
 The task library links the very ``libmujoco`` that the ``mujoco`` Python package loads (the wheel's, found
-by rpath), so shoal steps the same physics code as Gymnasium's own envs. The headers and the library come
-with the ``mujoco`` wheel (``mujoco-core`` from MuJoCo 4 on); nothing is fetched.
+by rpath; on Windows through the DLL search path), so shoal steps the same physics code as Gymnasium's own
+envs. The headers and the library come with the ``mujoco`` wheel (``mujoco-core`` from MuJoCo 4 on); nothing is fetched.
 """
 
 from __future__ import annotations
@@ -10,20 +10,27 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import shoal
 
 from ..errors import APIUsageError
-from ..native import builds
+from ..native import builds, toolchain
 from .task import Task
 
 CSRC = Path(__file__).resolve().parent / "csrc"
 INSTALL_HINT = 'shoal.mujoco needs MuJoCo and Gymnasium\'s MuJoCo assets: pip install "shoal[mujoco]"'
-# -ffp-contract=off: no fused multiply-adds, so rewards round as Gymnasium's numpy arithmetic does.
-CFLAGS = ("-O2", "-std=gnu11", "-DNDEBUG", "-ffp-contract=off", "-Werror=implicit-function-declaration")
-LIBRARY_FLAGS = ("-shared", "-fPIC", "-fvisibility=hidden", "-ftls-model=initial-exec")
+# fp_contract off: no fused multiply-adds, so rewards round as Gymnasium's numpy arithmetic does.
+OPTIONS = toolchain.Options(
+    optimize=2,
+    std="gnu11",
+    defines=("NDEBUG",),
+    fp_contract=False,
+    errors=("implicit-function-declaration",),
+    tls_initial_exec=True,
+    libraries=("m",),
+)
 
 
 class MujocoMissing(APIUsageError):
@@ -45,7 +52,7 @@ def installed_mujoco() -> Mujoco:
     if spec is None or not spec.submodule_search_locations:
         raise MujocoMissing(f"{INSTALL_HINT} (no mujoco package is installed)")
     folder = Path(next(iter(spec.submodule_search_locations)))
-    libraries = sorted(folder.glob("libmujoco.so*"))
+    libraries = sorted(folder.glob(toolchain.library_glob("mujoco")))
     if not (folder / "include" / "mujoco" / "mujoco.h").is_file() or not libraries:
         raise MujocoMissing(f"{INSTALL_HINT} (the mujoco package in {folder} has no headers or libmujoco)")
     version = "unknown"
@@ -76,23 +83,9 @@ def build_cache_dir() -> Path:
 
 def compile_command(source: Path, output: Path, mujoco: Mujoco, extra_includes=()) -> list[str]:
     """The compiler call that builds ``source`` (a task) into the shared library ``output``."""
-    folder = mujoco.library.parent
-    return [
-        builds.compiler(),
-        *CFLAGS,
-        *LIBRARY_FLAGS,
-        f"-I{CSRC}",
-        *(f"-I{path}" for path in extra_includes),
-        f"-I{shoal.get_include()}",
-        f"-I{mujoco.include}",
-        str(source),
-        "-o",
-        str(output),
-        f"-L{folder}",
-        f"-l:{mujoco.library.name}",
-        f"-Wl,-rpath,{folder}",
-        "-lm",
-    ]
+    tools = toolchain.current()
+    options = replace(OPTIONS, includes=(CSRC, *extra_includes, shoal.get_include(), mujoco.include))
+    return tools.shared_library([source], output, options, tools.link_library(mujoco.library))
 
 
 def build_task(task: Task) -> Path:
@@ -108,9 +101,8 @@ def build_source(source: Path, name: str) -> Path:
     library_stat = mujoco.library.stat()
     key = builds.digest(
         [
-            *CFLAGS,
-            *LIBRARY_FLAGS,
-            builds.compiler(),
+            OPTIONS,
+            toolchain.current().describe(),
             shoal.__version__,
             mujoco.version,
             mujoco.library,
@@ -123,8 +115,11 @@ def build_source(source: Path, name: str) -> Path:
         ]
     )
 
+    product = name + toolchain.current().library_suffix
+
     def build(stage: Path) -> None:
-        command = compile_command(source, stage / f"{name}.so", mujoco, extra_includes=(source.parent,))
+        command = compile_command(source, stage / product, mujoco, extra_includes=(source.parent,))
         builds.run_compiler(command, stage, f"MuJoCo task {name!r} ({source})", APIUsageError)
 
-    return builds.cached_build(build_cache_dir(), name, key, f"{name}.so", build, APIUsageError) / f"{name}.so"
+    toolchain.allow_dependencies_from(mujoco.library.parent)  # Windows: where the task finds mujoco.dll
+    return builds.cached_build(build_cache_dir(), name, key, product, build, APIUsageError) / product

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from . import manifest
+from . import manifest, toolchain
 
 KEEP_BUILDS_PER_NAME = 8
 IN_USE_SECONDS = 24 * 3600
@@ -49,7 +49,8 @@ def cache_dir() -> Path:
 
 
 def compiler() -> str:
-    return os.environ.get("CC", "cc")
+    """The C compiler this machine's builds run ($CC, else the platform's: see toolchain.py)."""
+    return toolchain.current().compiler
 
 
 def digest(parts) -> str:

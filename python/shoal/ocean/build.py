@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import re
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -24,8 +24,8 @@ from gymnasium import spaces
 
 import shoal
 
-from ..native import builds
-from ..native.builds import IN_USE_SECONDS, clean_builds, compiler, prune_builds
+from ..native import builds, toolchain
+from ..native.builds import IN_USE_SECONDS, clean_builds, prune_builds
 from ..native.builds import KEEP_BUILDS_PER_NAME as KEEP_BUILDS_PER_ENV
 from . import resources
 from .errors import OceanError
@@ -33,26 +33,24 @@ from .pyclass import SHARED_PREFIX, ClassModel
 from .source import build_cache_dir
 
 CSRC = Path(__file__).resolve().parent / "csrc"
-# PufferLib 3.0's own release flags for Ocean bindings (setup.py), plus what a shared library needs.
-# A call of an undeclared function (a raylib call shoal has no stand-in for) is a compile error
-# here, never an unresolved symbol at load time.
-CFLAGS = (
-    "-O2",
-    "-fwrapv",
-    "-DNDEBUG",
-    "-DPLATFORM_DESKTOP",
-    "-std=gnu11",
-    "-Wno-alloc-size-larger-than",
-    "-Werror=implicit-function-declaration",
-    # Reading a variable before it is set is undefined behaviour that crashes some envs (freeway's
-    # randomize_enemy_speed, in its own C loop too): refused at build time, never loaded.
-    "-Werror=uninitialized",
-    "-Werror=maybe-uninitialized",
+# PufferLib 3.0's own release flags for Ocean bindings (setup.py), in no compiler's spelling
+# (shoal.native.toolchain spells them for gcc, clang or MSVC). A call of an undeclared function (a
+# raylib call shoal has no stand-in for) is a compile error here, never an unresolved symbol at
+# load time. Reading a variable before it is set is undefined behaviour that crashes some envs
+# (freeway's randomize_enemy_speed, in its own C loop too): refused at build time, never loaded.
+# initial-exec (ELF): the rand() drop-in reads a thread-local per call; in a dlopen'ed library the
+# default model makes that a __tls_get_addr call, initial-exec a single load (a few bytes of static TLS).
+OPTIONS = toolchain.Options(
+    optimize=2,
+    std="gnu11",
+    defines=("NDEBUG", "PLATFORM_DESKTOP"),
+    wrapv=True,
+    errors=("implicit-function-declaration", "uninitialized", "maybe-uninitialized"),
+    silenced=("alloc-size-larger-than",),
+    tls_initial_exec=True,
+    libraries=("m",),
 )
 UNINITIALIZED = re.compile(r"(?m)^(\S+:\d+:\d+): error: (.*uninitialized.*)$")
-# initial-exec: the rand() drop-in reads a thread-local per call; in a dlopen'ed library the default
-# model makes that a __tls_get_addr call, initial-exec a single load (a few bytes of static TLS).
-LIBRARY_FLAGS = ("-shared", "-fPIC", "-fvisibility=hidden", "-ftls-model=initial-exec")
 STAGED_SUFFIXES = (".c", ".h")
 _DTYPES = {
     np.dtype(np.float32): "SHOAL_FLOAT32",
@@ -211,8 +209,17 @@ def _run_compiler(command: list[str], cwd: Path, what: str) -> None:
         ) from None
 
 
-def _include_flags(stage: Path) -> list[str]:
-    return [f"-I{stage}", f"-I{CSRC / 'include'}", f"-I{shoal.get_include()}"]
+def _options(stage: Path, name: str, *defines: str) -> toolchain.Options:
+    return replace(
+        OPTIONS,
+        includes=(stage, CSRC / "include", shoal.get_include()),
+        defines=(
+            *OPTIONS.defines,
+            'SHOAL_OCEAN_CONFIG="shoal_ocean_config.h"',
+            f'SHOAL_OCEAN_BINDING="ocean/{name}/binding.c"',
+            *defines,
+        ),
+    )
 
 
 def build_library(name: str, folder: Path, model: ClassModel) -> Library:
@@ -228,13 +235,13 @@ def build_library(name: str, folder: Path, model: ClassModel) -> Library:
     data_root = resources.resource_root(name, folder.parent, folder)
     if data_root is not None:
         header += f"#define SHOAL_OCEAN_RESOURCE_ROOT {_c_string(str(data_root))}\n"
-    cc = compiler()
+    tools = toolchain.current()
+    product = f"{name}{tools.library_suffix}"
     sources = _staged_files(folder)
     key = builds.digest(
         [
-            *CFLAGS,
-            *LIBRARY_FLAGS,
-            cc,
+            OPTIONS,
+            tools.describe(),
             header,
             shoal.__version__,
             *(p.read_bytes() for p in sorted(CSRC.rglob("*")) if p.is_file()),
@@ -247,22 +254,11 @@ def build_library(name: str, folder: Path, model: ClassModel) -> Library:
     def build(stage: Path) -> None:
         stage_sources(folder, name, stage)
         (stage / "shoal_ocean_config.h").write_text(header)
-        command = [
-            cc,
-            *CFLAGS,
-            *LIBRARY_FLAGS,
-            *_include_flags(stage),
-            '-DSHOAL_OCEAN_CONFIG="shoal_ocean_config.h"',
-            f'-DSHOAL_OCEAN_BINDING="ocean/{name}/binding.c"',
-            str(CSRC / "shoal_ocean_adapter.c"),
-            "-o",
-            str(stage / f"{name}.so"),
-            "-lm",
-        ]
+        command = tools.shared_library([CSRC / "shoal_ocean_adapter.c"], stage / product, _options(stage, name))
         _run_compiler(command, stage, f"Ocean env {name!r} ({folder / 'binding.c'})")
 
-    final = builds.cached_build(root, name, key, f"{name}.so", build, OceanError)
-    return Library(name, final / f"{name}.so", final, params, stats)
+    final = builds.cached_build(root, name, key, product, build, OceanError)
+    return Library(name, final / product, final, params, stats)
 
 
 __all__ = ["IN_USE_SECONDS", "KEEP_BUILDS_PER_ENV", "Library", "build_library", "clean_builds", "prune_builds"]
@@ -274,17 +270,8 @@ def build_harness(library: Library, out: Path, shoal_rand: bool) -> Path:
     env's own stream, seeded as shoal seeds it (to compare trajectories with shoal); else it is
     libc's global rand(), as in PufferLib (for timing)."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    command = [
-        compiler(),
-        *CFLAGS,
-        *_include_flags(library.folder),
-        '-DSHOAL_OCEAN_CONFIG="shoal_ocean_config.h"',
-        f'-DSHOAL_OCEAN_BINDING="ocean/{library.name}/binding.c"',
-        *(["-DSHOAL_OCEAN_HARNESS_SHOAL_RAND"] if shoal_rand else []),
-        str(CSRC / "shoal_ocean_harness.c"),
-        "-o",
-        str(out),
-        "-lm",
-    ]
+    defines = ["SHOAL_OCEAN_HARNESS_SHOAL_RAND"] if shoal_rand else []
+    options = _options(library.folder, library.name, *defines)
+    command = toolchain.current().executable([CSRC / "shoal_ocean_harness.c"], out, options)
     _run_compiler(command, library.folder, f"the C harness of Ocean env {library.name!r}")
     return out

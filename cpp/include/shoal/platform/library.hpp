@@ -1,5 +1,5 @@
 // shoal/platform/library.hpp — loading a third-party env library and finding its symbols
-// (dlopen/dlsym; Windows: LoadLibraryW/GetProcAddress).
+// (dlopen/dlsym; Windows: LoadLibraryExW/GetProcAddress).
 #pragma once
 
 #include <string>
@@ -21,7 +21,18 @@ inline void* open_library(const std::string& path, std::string* error) {
     const int wide_length = MultiByteToWideChar(CP_UTF8, 0, path.c_str(), -1, nullptr, 0);
     std::wstring wide(wide_length > 0 ? static_cast<size_t>(wide_length) : 1, L'\0');
     if (wide_length > 0) MultiByteToWideChar(CP_UTF8, 0, path.c_str(), -1, wide.data(), wide_length);
-    HMODULE handle = LoadLibraryW(wide.c_str());
+    // Its own DLLs are found beside it and in os.add_dll_directory()'s folders (as ctypes finds
+    // them), not in the current directory or PATH: Windows' counterpart of an rpath.
+    // LOAD_LIBRARY_SEARCH_DLL_LOAD_DIR needs a full path.
+    std::wstring full(MAX_PATH, L'\0');
+    DWORD full_length = GetFullPathNameW(wide.c_str(), DWORD(full.size()), full.data(), nullptr);
+    if (full_length >= full.size()) {
+        full.resize(full_length);
+        full_length = GetFullPathNameW(wide.c_str(), DWORD(full.size()), full.data(), nullptr);
+    }
+    if (full_length > 0 && full_length < full.size()) wide.assign(full.c_str(), full_length);
+    HMODULE handle =
+        LoadLibraryExW(wide.c_str(), nullptr, LOAD_LIBRARY_SEARCH_DEFAULT_DIRS | LOAD_LIBRARY_SEARCH_DLL_LOAD_DIR);
     if (handle == nullptr) {
         const DWORD code = GetLastError();
         char message[512] = {};
