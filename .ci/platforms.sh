@@ -123,6 +123,10 @@ step_aarch64() {
     run_tests "$WORK/aarch64" futex qemu-aarch64-static -- "${CROSS_TESTS[@]}"
 }
 
+# Only the Debian packages (ensure_packages runs before any step): .ci/run installs them before the
+# integration tier, whose cross-toolchain tests need MinGW and Wine.
+step_packages() { :; }
+
 step_pythons() {
     local current versions=() python version venv found=0
     current=$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')

@@ -8,7 +8,11 @@ if(NOT TARGET shoal::sdk)
   set_target_properties(shoal::sdk PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${SHOAL_INCLUDE_DIR}")
 endif()
 
-# Env code is compiled with the flags of shoal's bundled envs (-O3) unless this is a Debug build.
+include(CheckCCompilerFlag)
+
+# Env code is compiled with the flags of shoal's bundled envs (-O3) unless this is a Debug build. On ELF
+# x86-64, thread-locals (the rand() route) go through TLS descriptors where the compiler has them: no
+# __tls_get_addr call per access, and no bytes of the static TLS reserve dlopen'ed libraries share.
 function(shoal_add_env target)
   add_library(${target} MODULE ${ARGN})
   target_link_libraries(${target} PRIVATE shoal::sdk)
@@ -16,6 +20,13 @@ function(shoal_add_env target)
     target_compile_options(${target} PRIVATE $<$<NOT:$<CONFIG:Debug>>:/O2>)
   else()
     target_compile_options(${target} PRIVATE $<$<NOT:$<CONFIG:Debug>>:-O3>)
+  endif()
+  get_property(languages GLOBAL PROPERTY ENABLED_LANGUAGES)
+  if(CMAKE_SYSTEM_NAME STREQUAL "Linux" AND NOT MSVC AND "C" IN_LIST languages)
+    check_c_compiler_flag(-mtls-dialect=gnu2 SHOAL_HAS_TLS_DESCRIPTORS)
+    if(SHOAL_HAS_TLS_DESCRIPTORS)
+      target_compile_options(${target} PRIVATE -mtls-dialect=gnu2)
+    endif()
   endif()
   set_target_properties(${target} PROPERTIES PREFIX "" C_VISIBILITY_PRESET hidden CXX_VISIBILITY_PRESET hidden)
 endfunction()

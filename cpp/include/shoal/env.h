@@ -76,15 +76,11 @@
  * (the template env ran at 0.51x its limit because of it). */
 #define SHOAL_OUT_OF_LINE __attribute__((noinline, hot))
 #endif
-/* An env's thread-locals as one %fs-relative access (initial-exec) rather than a __tls_get_addr
- * call per access, which a module compiled with -fPIC gets by default: the rand() route is set once
- * per env step and read by every rand(). Costs the few bytes in glibc's static TLS reserve for
- * dlopen()ed modules. ELF only: PE and Mach-O thread-locals have no such models. */
-#if defined(__ELF__)
-#define SHOAL_TLS_ONE_LOAD __attribute__((tls_model("initial-exec")))
-#else
-#define SHOAL_TLS_ONE_LOAD
-#endif
+/* Thread-locals keep the default model. initial-exec (one %fs-relative load) would take bytes of
+ * glibc's static TLS reserve for dlopen()ed modules, a few hundred bytes a process shares: a process
+ * that loads a few dozen env libraries would then fail to load the next ("cannot allocate memory in
+ * static TLS block"). shoal's builds compile with TLS descriptors instead (-mtls-dialect=gnu2 on
+ * x86-64, aarch64's default): an access is an indirect call returning the offset, no reserve needed. */
 
 #ifdef __cplusplus
 extern "C" {
@@ -261,8 +257,8 @@ static inline SHOAL_UNUSED void shoal_env_fail(shoal_env* env, const char* forma
 
 /* The rng of the env whose callback runs on this thread; set by the callback trampolines of a file
  * that defines SHOAL_REPLACE_RAND (other files pay no thread-local store per env). */
-static SHOAL_THREAD_LOCAL shoal_rng* shoal__current_rng SHOAL_UNUSED SHOAL_TLS_ONE_LOAD;
-static SHOAL_THREAD_LOCAL shoal_rng shoal__orphan_rng SHOAL_UNUSED SHOAL_TLS_ONE_LOAD;
+static SHOAL_THREAD_LOCAL shoal_rng* shoal__current_rng SHOAL_UNUSED;
+static SHOAL_THREAD_LOCAL shoal_rng shoal__orphan_rng SHOAL_UNUSED;
 
 /** Like rand(): uniform in [0, 2^31 - 1], drawn from the current env's stream (in a file that
  * defines SHOAL_REPLACE_RAND before including this header). */

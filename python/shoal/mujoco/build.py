@@ -28,7 +28,6 @@ OPTIONS = toolchain.Options(
     defines=("NDEBUG",),
     fp_contract=False,
     errors=("implicit-function-declaration",),
-    tls_initial_exec=True,
     libraries=("m",),
 )
 

@@ -20,6 +20,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,6 +32,7 @@ LIBRARY_SUFFIX = {"linux": ".so", "darwin": ".dylib", "win32": ".dll"}
 EXECUTABLE_SUFFIX = {"linux": "", "darwin": "", "win32": ".exe"}
 # MSVC's numbers for the warnings builds make errors; a warning a compiler lacks is left out.
 MSVC_WARNINGS = {"implicit-function-declaration": "4013", "uninitialized": "4700", "maybe-uninitialized": "4701"}
+TLS_DESCRIPTORS_FLAG = "-mtls-dialect=gnu2"
 GCC_ONLY_WARNINGS = {"maybe-uninitialized", "alloc-size-larger-than"}  # clang: -Wuninitialized covers the first
 
 
@@ -50,7 +52,6 @@ class Options:
     fp_contract: bool = True  # False: no fused multiply-adds
     errors: tuple = ()  # warnings that are errors, by gcc's names
     silenced: tuple = ()  # warnings turned off, by gcc's names
-    tls_initial_exec: bool = False  # ELF only: thread-locals in one load (see env.h)
     libraries: tuple = ()  # system libraries by short name ("m"); Windows' C runtime has libm in it
     extra: tuple = field(default=(), compare=False)  # the caller's own flags, spelled for this compiler
 
@@ -60,6 +61,9 @@ class Toolchain:
     target: str  # "linux", "darwin" or "win32"
     compiler: str  # the command
     kind: str  # "gcc", "clang" or "msvc" (the flag dialect; clang-cl is "msvc")
+    # ELF on x86-64: thread-locals through TLS descriptors (-mtls-dialect=gnu2), if the compiler has them
+    # (gcc; clang from 19). Else a dlopen'ed library's thread-local access is a __tls_get_addr call; see env.h.
+    tls_descriptors: bool = False
 
     def __post_init__(self):
         if self.target not in TARGETS:
@@ -117,7 +121,7 @@ class Toolchain:
             # library calls nothing it does not link, so an unresolved name stays a link error here.
             return ["-dynamiclib", "-fvisibility=hidden"]
         flags = ["-shared", "-fPIC", "-fvisibility=hidden"]
-        return flags + (["-ftls-model=initial-exec"] if options.tls_initial_exec else [])
+        return flags + ([TLS_DESCRIPTORS_FLAG] if self.tls_descriptors else [])
 
     def link_flags(self, options: Options, link: list[str]) -> list[str]:
         if self.kind == "msvc":
@@ -221,10 +225,30 @@ def _probed_kind(compiler: str) -> str:
     return kind_from_version(result.stdout + result.stderr)
 
 
+@functools.lru_cache(maxsize=16)
+def _accepts_flag(compiler: str, flag: str) -> bool:
+    """Whether ``compiler`` compiles an empty C file with ``flag`` (-fPIC, as a library's code)."""
+    with tempfile.TemporaryDirectory() as folder:
+        source = Path(folder, "probe.c")
+        source.write_text("int shoal_probe;\n")
+        try:
+            result = subprocess.run(
+                [compiler, flag, "-fPIC", "-c", str(source), "-o", str(Path(folder, "probe.o"))],
+                capture_output=True,
+                timeout=60,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+    return result.returncode == 0
+
+
 def toolchain_for(target: str, compiler: str | None = None) -> Toolchain:
     """The toolchain that builds for ``target`` with ``compiler`` (default: default_compiler(target))."""
     compiler = compiler or default_compiler(target)
-    return Toolchain(target, compiler, kind_from_name(compiler) or _probed_kind(compiler))
+    kind = kind_from_name(compiler) or _probed_kind(compiler)
+    # -mtls-dialect=gnu2 is x86's spelling: aarch64's gcc refuses it and uses descriptors by default.
+    descriptors = target == "linux" and kind != "msvc" and _accepts_flag(compiler, TLS_DESCRIPTORS_FLAG)
+    return Toolchain(target, compiler, kind, descriptors)
 
 
 def current() -> Toolchain:

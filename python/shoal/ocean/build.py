@@ -38,8 +38,6 @@ CSRC = Path(__file__).resolve().parent / "csrc"
 # raylib call shoal has no stand-in for) is a compile error here, never an unresolved symbol at
 # load time. Reading a variable before it is set is undefined behaviour that crashes some envs
 # (freeway's randomize_enemy_speed, in its own C loop too): refused at build time, never loaded.
-# initial-exec (ELF): the rand() drop-in reads a thread-local per call; in a dlopen'ed library the
-# default model makes that a __tls_get_addr call, initial-exec a single load (a few bytes of static TLS).
 OPTIONS = toolchain.Options(
     optimize=2,
     std="gnu11",
@@ -47,7 +45,6 @@ OPTIONS = toolchain.Options(
     wrapv=True,
     errors=("implicit-function-declaration", "uninitialized", "maybe-uninitialized"),
     silenced=("alloc-size-larger-than",),
-    tls_initial_exec=True,
     libraries=("m",),
 )
 UNINITIALIZED = re.compile(r"(?m)^(\S+:\d+:\d+): error: (.*uninitialized.*)$")

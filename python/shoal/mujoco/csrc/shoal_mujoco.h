@@ -71,11 +71,11 @@ typedef struct shoal_mj_shared {
  * Python's warnings, shoal.mujoco.MujocoWarning); while it steps an env on a thread, a warning fails that
  * env (shoal.EnvError with MuJoCo's text); any other warning (another library's, Gymnasium's own envs')
  * goes to the handler installed before, or to MuJoCo's default output if there was none. Every task
- * library chains itself in once; libraries are never unloaded. Thread-local state is two words: the
- * static TLS block that dlopen'ed libraries share has no room for buffers. */
+ * library chains itself in once; libraries are never unloaded. Thread-local state is two words (the
+ * load-time warnings of the one GIL-holding loader are a plain buffer). */
 #define SHOAL_MJ_WARNING_CAPACITY 1024
-static SHOAL_THREAD_LOCAL int shoal_mj_loading SHOAL_UNUSED SHOAL_TLS_ONE_LOAD;
-static SHOAL_THREAD_LOCAL struct shoal_mj* shoal_mj_stepping SHOAL_UNUSED SHOAL_TLS_ONE_LOAD;
+static SHOAL_THREAD_LOCAL int shoal_mj_loading SHOAL_UNUSED;
+static SHOAL_THREAD_LOCAL struct shoal_mj* shoal_mj_stepping SHOAL_UNUSED;
 static char shoal_mj_load_warnings[SHOAL_MJ_WARNING_CAPACITY] SHOAL_UNUSED; /* guarded by the GIL */
 static void (*shoal_mj_previous_warning)(const char*) SHOAL_UNUSED = NULL;
 static int shoal_mj_warnings_routed SHOAL_UNUSED = 0;

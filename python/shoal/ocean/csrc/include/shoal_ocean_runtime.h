@@ -16,7 +16,7 @@
 
 /* Failures reported on this thread so far: the adapter's step loop compares the count before and
  * after a range instead of reading every env's `failed` flag. */
-static SHOAL_THREAD_LOCAL unsigned shoal_ocean__failures SHOAL_UNUSED SHOAL_TLS_ONE_LOAD;
+static SHOAL_THREAD_LOCAL unsigned shoal_ocean__failures SHOAL_UNUSED;
 
 /* ---- rand() of an Ocean env ----------------------------------------------------------------
  * The binding's rand() and random() draw from the stream of the env being stepped on this thread:
@@ -27,8 +27,8 @@ static SHOAL_THREAD_LOCAL unsigned shoal_ocean__failures SHOAL_UNUSED SHOAL_TLS_
 #define SHOAL_OCEAN_RAND_INCREMENT 1442695040888963407ULL
 
 /* The state rand() draws from on this thread: the stepped env's, routed by its callbacks. */
-static SHOAL_THREAD_LOCAL uint64_t* shoal_ocean__rand_state SHOAL_UNUSED SHOAL_TLS_ONE_LOAD;
-static SHOAL_THREAD_LOCAL uint64_t shoal_ocean__orphan_state SHOAL_UNUSED SHOAL_TLS_ONE_LOAD;
+static SHOAL_THREAD_LOCAL uint64_t* shoal_ocean__rand_state SHOAL_UNUSED;
+static SHOAL_THREAD_LOCAL uint64_t shoal_ocean__orphan_state SHOAL_UNUSED;
 
 static inline SHOAL_UNUSED uint32_t shoal_ocean_rand_next(uint64_t* state) {
     const uint64_t old = *state;
