@@ -3,6 +3,8 @@
 #   portable  the Python native/pipelining/interrupt tests and the C++ parity and pool tests on a
 #             build with the portable waiting layer forced (SHOAL_PORTABLE_WAIT=ON)
 #   libcxx    clang + libc++ (the macOS toolchain's flavour): every C++ test in cpp/tests
+#   clang     Ocean envs and MuJoCo tasks built at run time with CC=clang (macOS's compiler), checked
+#             against the envs driven directly and against Gymnasium, and 100 libraries loaded in one process
 #   windows   the C++ pool/vec/interrupt/pipeline tests cross-compiled with MinGW-w64, under Wine,
 #             on the Windows waiting layer (WaitOnAddress)
 #   aarch64   the same tests cross-compiled for Linux aarch64, under qemu-aarch64, on the futex layer
@@ -107,6 +109,21 @@ step_libcxx() {
     run_tests "$WORK/libcxx" futex -- vec_parity pool_stress interrupt_test pipeline_test envs_test
 }
 
+step_clang() {
+    CC=clang "$ROOT/.venv/bin/python" -m pytest -q -p no:cacheprovider -m "" tests/test_many_libraries.py \
+        tests/test_ocean.py -k "many_libraries or (dynamics_equal and (cartpole or squared or snake or breakout))"
+    CC=clang "$ROOT/.venv/bin/python" -m pytest -q -p no:cacheprovider -m "" tests/test_mujoco.py \
+        -k "step_for_step and (Hopper or HalfCheetah)"
+    # The builds above must have been clang's: one more, and its .comment section names the compiler.
+    CC=clang SHOAL_OCEAN_BUILD_CACHE="$WORK/clang-ocean" "$ROOT/.venv/bin/python" -c '
+import subprocess
+from shoal import ocean
+path = ocean.env_class("squared").ocean["library"].path
+comment = subprocess.run(["readelf", "-p", ".comment", str(path)], capture_output=True, text=True, check=True).stdout
+assert "clang version" in comment, comment
+print("squared built by", next(line for line in comment.splitlines() if "clang version" in line).split("]")[1])'
+}
+
 step_windows() {
     configure_tests "$WORK/windows" -DCMAKE_TOOLCHAIN_FILE="$ROOT/cmake/toolchains/mingw-w64-x86_64.cmake"
     build "$WORK/windows" "${CROSS_TESTS[@]}"
@@ -151,7 +168,7 @@ step_pythons() {
 }
 
 steps=("$@")
-[ ${#steps[@]} -eq 0 ] && steps=(portable libcxx windows aarch64 pythons)
+[ ${#steps[@]} -eq 0 ] && steps=(portable libcxx clang windows aarch64 pythons)
 ensure_packages
 summary=()
 for step in "${steps[@]}"; do
