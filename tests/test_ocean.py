@@ -15,6 +15,7 @@ import pytest
 
 import shoal.ocean as ocean
 from shoal.errors import APIUsageError, EnvError
+from shoal.native.manifest import file_sha256
 from shoal.ocean import build, harness, source
 from shoal.ocean.check import check
 from shoal.ocean.errors import OceanError
@@ -98,7 +99,7 @@ def test_acceptance_set_is_covered():
 def test_sdist_is_the_pinned_file(ocean_tree):
     archive = source.fetch_sdist()
     assert archive.name == "pufferlib-3.0.0.tar.gz"
-    assert source._sha256(archive) == source.SDIST_SHA256
+    assert file_sha256(archive) == source.SDIST_SHA256
     assert set(ENVS) <= set(ocean.available())
 
 

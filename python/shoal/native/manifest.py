@@ -22,7 +22,8 @@ MANIFEST = "manifest.json"
 DISCARD_PREFIX = ".build-damaged-"  # starts as a staging folder does: clean_builds removes leftovers
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """The hex SHA-256 of a file, read in 1 MiB blocks."""
     digest = hashlib.sha256()
     with open(path, "rb") as file:
         for chunk in iter(lambda: file.read(1 << 20), b""):
@@ -32,7 +33,7 @@ def _sha256(path: Path) -> str:
 
 def write(library: Path) -> None:
     """Records ``library``'s size and hash beside it (call after the compiler wrote it)."""
-    record = {"library": library.name, "size": library.stat().st_size, "sha256": _sha256(library)}
+    record = {"library": library.name, "size": library.stat().st_size, "sha256": file_sha256(library)}
     (library.parent / MANIFEST).write_text(json.dumps(record))
 
 
@@ -49,7 +50,7 @@ def damage(library: Path) -> str | None:
         size = library.stat().st_size
         if size != expected_size:
             return f"{library.name} has {size:,} bytes, its manifest says {expected_size:,}"
-        if _sha256(library) != expected_hash:
+        if file_sha256(library) != expected_hash:
             return f"{library.name} does not match its manifest's SHA-256"
     except OSError as error:
         return f"{library.name} cannot be read: {error.strerror or error}"

@@ -12,11 +12,7 @@ resource folders are extracted from the archive on first use.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import tarfile
-import tempfile
 from pathlib import Path
 
 from . import source
@@ -39,29 +35,12 @@ def required_files(folder: Path) -> list[str]:
 
 def _extract_from_sdist(root: Path, folders: set[str]) -> None:
     """Extracts pufferlib/resources/<folder>/ of the sdist into root/resources/<folder> (atomically)."""
-    archive = source.fetch_sdist()
-    staging = Path(tempfile.mkdtemp(dir=root, prefix=".resources-"))
-    prefix = f"pufferlib-{source.SDIST_VERSION}/pufferlib/"
-    try:
-        with tarfile.open(archive, "r:gz") as tar:
-            members = [
-                m for m in tar.getmembers() if any(m.name.startswith(f"{prefix}resources/{f}/") for f in folders)
-            ]
-            tar.extractall(staging, members=members, filter="data")
-        for folder in folders:
-            extracted = staging / prefix / "resources" / folder
-            target = root / "resources" / folder
-            if extracted.is_dir() and not target.is_dir():
-                target.parent.mkdir(parents=True, exist_ok=True)
-                try:
-                    os.replace(extracted, target)
-                except OSError:
-                    if not target.is_dir():  # not a concurrent extraction that won the rename
-                        raise
-    except (OSError, tarfile.TarError) as error:
-        raise OceanError(f"cannot extract the resources of {archive}: {error}") from None
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    prefix = f"pufferlib-{source.SDIST_VERSION}/pufferlib/resources/"
+    source.extract_sdist(
+        lambda name: any(name.startswith(f"{prefix}{folder}/") for folder in folders),
+        {f"{prefix}{folder}": root / "resources" / folder for folder in folders},
+        root,
+    )
 
 
 def resource_root(name: str, ocean: Path, folder: Path) -> Path | None:

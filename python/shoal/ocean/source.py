@@ -8,7 +8,6 @@ is renamed into place, so a failed or interrupted fetch leaves nothing that look
 
 from __future__ import annotations
 
-import hashlib
 import html.parser
 import json
 import os
@@ -22,6 +21,7 @@ import urllib.request
 from pathlib import Path
 
 from ..native.builds import cache_dir
+from ..native.manifest import file_sha256
 from .errors import OceanError
 
 SDIST_PROJECT = "pufferlib"
@@ -109,18 +109,10 @@ def _find_link(page: str, body: str) -> str | None:
     return None
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as file:
-        for block in iter(lambda: file.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def fetch_sdist() -> Path:
     """The pinned sdist in the cache, downloaded through pip's index if it is not there yet."""
     target = cache_dir() / "downloads" / SDIST_FILENAME
-    if target.is_file() and _sha256(target) == SDIST_SHA256:
+    if target.is_file() and file_sha256(target) == SDIST_SHA256:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     tried = []
@@ -133,7 +125,7 @@ def fetch_sdist() -> Path:
         try:
             with os.fdopen(handle, "wb") as out, urllib.request.urlopen(url, timeout=300) as response:
                 shutil.copyfileobj(response, out, 1 << 20)
-            digest = _sha256(Path(temporary))
+            digest = file_sha256(Path(temporary))
             if digest != SDIST_SHA256:
                 raise OceanError(
                     f"{SDIST_FILENAME} from {index} has sha256 {digest}, expected {SDIST_SHA256}; refusing to use it"
@@ -162,23 +154,37 @@ def sdist_ocean_dir() -> Path:
     ocean = sdist_ocean_path()
     if ocean.is_dir():
         return ocean
-    archive = fetch_sdist()
     root.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=root.parent, prefix=".extract-"))
+    extract_sdist(lambda name: name.startswith(_OCEAN_PREFIX), {f"pufferlib-{SDIST_VERSION}": root}, root.parent)
+    if not ocean.is_dir():
+        raise OceanError(f"{root} exists but holds no pufferlib/ocean: remove it to extract the sdist again")
+    return ocean
+
+
+def extract_sdist(wanted, places: dict[str, Path], staging_parent: Path) -> None:
+    """Extracts the sdist's members whose names ``wanted`` accepts into a staging folder in
+    ``staging_parent``, then renames each extracted folder (``places``: its path in the archive ->
+    its target) into place, so that no reader ever sees half of one. A target that is already there
+    (another process's extraction won the rename) is kept; a folder the archive lacks is skipped."""
+    archive = fetch_sdist()
+    staging = Path(tempfile.mkdtemp(dir=staging_parent, prefix=".extract-"))
     try:
         with tarfile.open(archive, "r:gz") as tar:
-            members = [m for m in tar.getmembers() if m.name.startswith(_OCEAN_PREFIX)]
-            tar.extractall(staging, members=members, filter="data")
-        try:
-            os.replace(staging / f"pufferlib-{SDIST_VERSION}", root)
-        except OSError:
-            if not ocean.is_dir():  # not a concurrent extraction that won the rename
-                raise
+            tar.extractall(staging, members=[m for m in tar.getmembers() if wanted(m.name)], filter="data")
+        for inside, target in places.items():
+            extracted = staging / inside
+            if not extracted.is_dir() or target.is_dir():
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.replace(extracted, target)
+            except OSError:
+                if not target.is_dir():
+                    raise
     except (OSError, tarfile.TarError) as error:
         raise OceanError(f"cannot extract {archive}: {error}") from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return ocean
 
 
 def ocean_dir(source: str | os.PathLike | None = None) -> Path:
