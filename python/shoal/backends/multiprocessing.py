@@ -44,184 +44,50 @@ of workers returned as views (``zero_copy=True``); the first ready workers copie
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import multiprocessing
 import multiprocessing.connection
 import os
 import pickle
-import signal
 import sys
 import time
 import weakref
-from dataclasses import dataclass
 
 import numpy as np
 
-from ..buffers import Buffers, out_of_memory
-from ..errors import EnvError, WorkerError
-from ..seeding import offset_seed, restart_seed
+from ..buffers import out_of_memory
+from ..errors import WorkerError
 from .closing import BoundedClose, raise_failures
 from .interrupts import guarded, sigint_held
-from .restart import mark_restarted, restart_info
 from .start_methods import check_start_method
-from .workers.blocks import block_buffers
 from .workers.caller import WorkerBackend
 from .workers.faults import (
     CLOSE_TIMEOUT_S,
     LIVENESS_CHECK_S,
-    MISSED_DEADLINE,
     creation_reason,
     creation_timeout,
-    deadline_reason,
     exit_reason,
 )
-from .workers.messages import Failure
-from .workers.process_pool import ProcessPool, pid_alive
-from .workers.runner import EnvShape, python_slice
+from .workers.process_pool import ProcessPool
+from .workers.process_recovery import ProcessRecovery
+from .workers.process_worker import (
+    BUSY,
+    CLOSE,
+    IDLE,
+    INFOS,
+    MESSAGE,
+    RESET,
+    STEP,
+    WORKER_SPIN_S,
+    WorkerSpec,
+    carve,
+    sched_yield,
+    shared_views,
+    worker_main,
+)
 
-# state[w]: written BUSY by the caller when it dispatches, IDLE, INFOS or MESSAGE by the worker when done.
-IDLE, BUSY, INFOS, MESSAGE = 0, 1, 2, 3
-# command[w]: written by the caller before it posts command_sems[w].
-STEP, RESET, CLOSE = 1, 2, 3
-
-# Per-worker shared bytes for pickled infos; larger infos go through the worker's pipe.
-MAILBOX_BYTES = 16384
-
-# Spin lengths, tuned on a 2-vCPU VM (see bench/bench_python_backends.py). A worker that just finished
-# keeps polling for its next command this long before it sleeps: long enough to cover the caller's
-# turnaround between recv() and send(), short enough that idle workers cost nothing measurable.
-WORKER_SPIN_S = 0.0005
 # The caller polls this long for a completion before it sleeps on the done semaphore.
 RECV_SPIN_S = 0.0002
-# Sleeping worker: how often it checks that the caller is alive (orphans exit within this).
-PARENT_CHECK_S = 1.0
-
-_sched_yield = getattr(os, "sched_yield", None) or (lambda: time.sleep(0))
-
-
-@dataclass
-class _Shared:
-    """Views of the shared block: the buffers of every row plus the per-worker control arrays."""
-
-    buf: Buffers
-    state: np.ndarray  # uint8[num_workers]
-    command: np.ndarray  # uint8[num_workers]
-    seeds: np.ndarray  # uint64[num_workers], the seed of each worker's next reset
-    mail_sizes: np.ndarray  # int64[num_workers], bytes in each worker's mailbox
-    mailboxes: np.ndarray  # uint8[num_workers, MAILBOX_BYTES], pickled infos
-    done_counts: np.ndarray  # uint64[num_workers], commands each worker process has completed
-
-
-def _carve(memory, shape: EnvShape, rows: int, num_workers: int) -> tuple[_Shared, int]:
-    buf, carver = block_buffers(memory, shape.observation_space, shape.action_space, rows)
-    shared = _Shared(
-        buf,
-        carver((num_workers,), np.uint8),
-        carver((num_workers,), np.uint8),
-        carver((num_workers,), np.uint64),
-        carver((num_workers,), np.int64),
-        carver((num_workers, MAILBOX_BYTES), np.uint8),
-        carver((num_workers,), np.uint64),
-    )
-    return shared, carver.nbytes
-
-
-def _shared_views(raw, shape: EnvShape, rows: int, num_workers: int) -> _Shared:
-    return _carve(np.frombuffer(raw, dtype=np.uint8), shape, rows, num_workers)[0]
-
-
-@dataclass
-class _WorkerSpec:
-    """Everything a worker needs besides the shared objects (picklable with the standard pickle)."""
-
-    index: int
-    rows_per_worker: int
-    num_agents: int  # rows of the whole vector
-    num_workers: int
-    shape: EnvShape
-    emulate: bool  # the creators return Gymnasium/PettingZoo envs, not PufferEnvs
-    parent_pid: int
-    worker_spin_s: float
-
-
-# ---------------------------------------------------------------------------------------------------
-# Worker process
-# ---------------------------------------------------------------------------------------------------
-
-
-def _worker_main(spec: _WorkerSpec, raw, payload, conn, command_sem, done_sem) -> None:
-    """Entry point of a worker process: build the slice, then serve commands until CLOSE."""
-    # Ctrl-C reaches the whole process group; the caller decides what happens to workers.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    w = spec.index
-    start_ppid = os.getppid()
-    try:
-        envs = pickle.loads(payload) if isinstance(payload, bytes) else payload
-        shared = _shared_views(raw, spec.shape, spec.num_agents, spec.num_workers)
-        first_row = w * spec.rows_per_worker
-        runner = python_slice(
-            envs, shared.buf.rows(first_row, first_row + spec.rows_per_worker), spec.emulate, spec.shape
-        )
-    except BaseException as exc:
-        conn.send(("error", Failure.of(exc)))
-        return
-    conn.send(("ready", runner.internal_envs))
-
-    state, command, seeds, done_counts = shared.state, shared.command, shared.seeds, shared.done_counts
-    mailbox, mail_sizes = shared.mailboxes[w], shared.mail_sizes
-
-    def wait_for_command() -> bool:
-        if command_sem.acquire(False):
-            return True
-        deadline = time.perf_counter() + spec.worker_spin_s
-        while time.perf_counter() < deadline:
-            _sched_yield()
-            if command_sem.acquire(False):
-                return True
-        while not command_sem.acquire(True, PARENT_CHECK_S):
-            if os.getppid() != start_ppid or not pid_alive(spec.parent_pid):
-                return False  # orphaned: the caller died without closing us
-        return True
-
-    count = 0  # commands completed; pipe messages carry it so the caller can tell whose they are
-    try:
-        while wait_for_command():
-            cmd = command[w]
-            if cmd == CLOSE:
-                break
-            count += 1
-            infos, failure = runner.serve(int(seeds[w]) if cmd == RESET else None)
-            done_counts[w] = count
-            if failure is None and not infos:
-                state[w] = IDLE
-                done_sem.release()
-                continue
-            if failure is None:
-                try:
-                    data = pickle.dumps(infos, protocol=pickle.HIGHEST_PROTOCOL)
-                except Exception as exc:
-                    failure = Failure.of(exc, prefix="could not send infos to the caller: ")
-                else:
-                    if len(data) <= MAILBOX_BYTES:
-                        mailbox[: len(data)] = np.frombuffer(data, dtype=np.uint8)
-                        mail_sizes[w] = len(data)
-                        state[w] = INFOS
-                        done_sem.release()
-                        continue
-            state[w] = MESSAGE
-            done_sem.release()
-            try:
-                conn.send(("error", count, failure) if failure is not None else ("infos", count, infos))
-            except (BrokenPipeError, EOFError, OSError):
-                break  # the caller is gone
-    finally:
-        # Every env is closed even if some fail; the failures go to the caller's close().
-        failures = runner.close()
-        if failures:
-            with contextlib.suppress(BrokenPipeError, EOFError, OSError):  # the caller is gone
-                conn.send(("closed", failures))
-        conn.close()
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -233,7 +99,7 @@ def default_start_method() -> str:
     return "fork" if sys.platform.startswith("linux") else "spawn"
 
 
-class Multiprocessing(WorkerBackend):
+class Multiprocessing(ProcessRecovery, WorkerBackend):
     """Envs in worker processes (a slice of envs each) over shared memory; four batching modes.
 
     ``num_workers`` processes (default: physical cores) each own ``num_envs / num_workers`` envs.
@@ -278,7 +144,7 @@ class Multiprocessing(WorkerBackend):
         try:
             self._probe_driver(env_creators[0], env_args[0], env_kwargs[0])
             shape = self._env_shape
-            nbytes = _carve(None, shape, self.num_agents, self.num_workers)[1]
+            nbytes = carve(None, shape, self.num_agents, self.num_workers)[1]
             # The arena is a named file until it is unlinked, and a semaphore too: no Ctrl-C in between.
             with sigint_held():
                 try:
@@ -286,7 +152,7 @@ class Multiprocessing(WorkerBackend):
                 except MemoryError:
                     raise out_of_memory(nbytes, num_envs, "shared memory") from None
                 pool.done_sem = context.Semaphore(0)
-            shared = _shared_views(pool.raw, shape, self.num_agents, self.num_workers)
+            shared = shared_views(pool.raw, shape, self.num_agents, self.num_workers)
             shared.buf.masks[:] = True
             self.buf = shared.buf
             self._state, self._command, self._seeds = shared.state, shared.command, shared.seeds
@@ -341,7 +207,7 @@ class Multiprocessing(WorkerBackend):
         context, pool = self._context, self._pool
         receiver, sender = context.Pipe(duplex=False)
         sem = context.Semaphore(0)
-        spec = _WorkerSpec(
+        spec = WorkerSpec(
             w,
             self.rows_per_worker,
             self.num_agents,
@@ -352,7 +218,7 @@ class Multiprocessing(WorkerBackend):
             WORKER_SPIN_S,
         )
         process = context.Process(
-            target=_worker_main,
+            target=worker_main,
             name=f"shoal-worker-{w}",
             daemon=True,
             args=(spec, pool.raw, self._payloads[w], sender, sem, pool.done_sem),
@@ -486,10 +352,14 @@ class Multiprocessing(WorkerBackend):
             del busy[i]
             self._take_count()
             if s == INFOS:
-                self._worker_infos[w] = pickle.loads(self._mailboxes[w, : self._mail_sizes[w]])
+                self._worker_infos[w] = self._mail(w)
             elif s == MESSAGE and not self._read_message(w):
                 continue  # the worker was replaced while its message was awaited
             self._batches.completed(w)
+
+    def _mail(self, w: int) -> list:
+        """The infos worker w left in its mailbox."""
+        return pickle.loads(self._mailboxes[w, : self._mail_sizes[w]])
 
     def _take_count(self) -> None:
         """Accounts for the done_sem count of a completion just observed."""
@@ -515,7 +385,7 @@ class Multiprocessing(WorkerBackend):
                         if self._check_busy():
                             return True
                     break
-                _sched_yield()
+                sched_yield()
                 if done.acquire(False):
                     break
         self._owed -= 1  # this count belongs to the next completion _poll observes
@@ -540,145 +410,6 @@ class Multiprocessing(WorkerBackend):
                 reason = self._failure(w)
                 if reason is not None:
                     self._worker_failed(w, reason, in_flight=True)
-
-    def _failure(self, w: int) -> str | None:
-        """Why worker w has failed (dead, or past its deadline), or None."""
-        if self._order.closed:
-            raise self._closed_while_waiting()  # close() from another thread is reaping the workers
-        process = self._processes[w]
-        if process.exitcode is not None:
-            return exit_reason(process.exitcode)
-        late = self._deadlines.late([w])
-        if late is not None:
-            return deadline_reason(late[1], self.timeout)
-        return None
-
-    def _read_message(self, w: int) -> bool:
-        """Reads worker w's pipe message; False if the worker failed meanwhile and was replaced."""
-        conn = self._conns[w]
-        while not conn.poll(self._deadlines.wait_slice([w], LIVENESS_CHECK_S)):
-            reason = self._failure(w)
-            if reason is not None:
-                self._worker_failed(w, reason, in_flight=True)
-                return False
-        self._reading[w] = True
-        try:
-            kind, count, content = conn.recv()
-        except (EOFError, OSError):
-            self._processes[w].join(LIVENESS_CHECK_S)
-            self._worker_failed(w, self._failure(w) or "closed its pipe unexpectedly", in_flight=True)
-            return False
-        self._consumed[w] = count
-        self._reading[w] = False
-        if kind == "error":
-            raise content.step_error(w, self._env_range(w), self._origin(w))
-        self._worker_infos[w] = content
-        return True
-
-    def _worker_failed(self, w: int, reason: str, in_flight: bool) -> None:
-        """A dead or late worker: WorkerError (the vector closes), or its replacement (restart)."""
-        process = self._processes[w]
-        if self.on_worker_failure == "raise":
-            self._kill_on_close([w])
-            late, pid = reason.startswith(MISSED_DEADLINE), process.pid
-            self._fail(
-                lambda: WorkerError(
-                    f"worker {w} (pid {pid}) "
-                    f"{self._deadlines.reason(w) if late else reason}; it held envs {self._env_range(w)}. "
-                    "The vector env is closed."
-                )
-            )
-        self._restart(w, f"worker {w} (pid {process.pid}) {reason}", in_flight)
-
-    def _restart(self, w: int, reason: str, in_flight: bool) -> None:
-        """Replaces worker w and resets its envs with the restart seed; its rows and infos say so."""
-        if w in self._busy:
-            self._busy.remove(w)
-        self._replace(w)
-        self._restarts[w] += 1
-        self._seeds[w] = offset_seed(restart_seed(self._reset_seed, self._restarts[w]), self._first_envs[w])
-        self._deadlines.dispatched(w)
-        self._state[w] = BUSY
-        self._command[w] = RESET
-        self._command_sems[w].release()
-        failure = self._await(w)
-        if failure is not None:
-            self._fail(
-                WorkerError(
-                    f"{reason}; its replacement (pid {self._processes[w].pid}) {failure} while resetting envs "
-                    f"{self._env_range(w)}. The vector env is closed."
-                )
-            )
-        s = self._state[w]
-        self._take_count()
-        infos = []
-        if s == INFOS:
-            infos = pickle.loads(self._mailboxes[w, : self._mail_sizes[w]])
-        elif s == MESSAGE:
-            if not self._read_message(w):
-                return
-            infos = self._worker_infos[w]
-        mark_restarted(self.buf, self._worker_rows[w])
-        envs = range(*self._layout.env_slice(w).indices(self.num_envs))
-        self._worker_infos[w] = [*infos, restart_info(w, envs, self._restarts[w], reason)]
-        if in_flight:
-            self._batches.completed(w)
-
-    def _kill_on_close(self, workers) -> None:
-        self._pool.kill_now.update(workers)
-
-    def _replace(self, w: int) -> None:
-        """Kills worker w's process (if alive) and starts a new one on the same shared rows."""
-        pool = self._pool
-        old = pool.processes[w]
-        if old.exitcode is None:
-            old.kill()
-        old.join(CLOSE_TIMEOUT_S)
-        pool.conns[w].close()
-        self._state[w] = IDLE
-        try:
-            self._start_worker(w)
-            self._handshake(w)
-        except EnvError as exc:  # WorkerError included
-            self._fail(WorkerError(f"worker {w} could not be restarted: {exc}"))
-        if old.exitcode is not None:
-            old.close()
-        self._consumed[w] = 0
-        self._reading[w] = False
-
-    def _await(self, w: int) -> str | None:
-        """Waits until worker w is not BUSY (watching its state word); the failure that ended the wait
-        early, or None."""
-        process, pause = self._processes[w], 0.0005
-        while self._state[w] == BUSY:
-            reason = self._failure(w)
-            if reason is not None:
-                return reason
-            multiprocessing.connection.wait([process.sentinel], timeout=pause)  # returns at once on exit
-            pause = min(2 * pause, 0.01)
-        return None
-
-    def _resync(self) -> None:
-        """After an interrupted call: waits for every worker to finish what it was sent, drops each
-        result and unread message, and rebalances done_sem, so that nothing in flight survives."""
-        for w in range(self.num_workers):
-            reason = self._await(w)
-            if reason is not None:
-                self._worker_failed(w, reason, in_flight=False)
-            elif self._reading[w]:
-                self._replace(w)  # a message was half read: the pipe's framing is lost
-            elif self._state[w] == MESSAGE and self._consumed[w] != self._done_counts[w]:
-                try:
-                    self._read_message(w)
-                except WorkerError:
-                    raise
-                except EnvError:
-                    pass  # an env failure of the step being dropped
-        while self._done_sem.acquire(False):
-            pass
-        self._owed = 0
-        self._busy = []
-        self._needs_resync = False
 
     def _drain(self) -> None:
         while self._busy:
