@@ -44,8 +44,6 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import pickle
-import socket
 import sys
 import time
 import weakref
@@ -59,12 +57,12 @@ from ..seeding import offset_seed, restart_seed
 from .closing import BoundedClose, raise_failures
 from .interrupts import guarded
 from .restart import mark_restarted, restart_info
-from .workers.blocks import block_buffers, block_size
+from .workers.blocks import block_buffers
 from .workers.caller import WorkerBackend
 from .workers.faults import CLOSE_TIMEOUT_S, MISSED_DEADLINE, creation_timeout
 from .workers.messages import Failure
+from .workers.ray_actor import actor_class
 from .workers.ray_session import Actors, connect
-from .workers.runner import EnvShape, native_slice, python_slice
 
 # Granularity of the caller's waits on in-flight results (Ray itself reports actor deaths).
 WAIT_S = 1.0
@@ -83,72 +81,6 @@ def import_ray():
             f"(or pip install 'ray>=2.9'); importing it failed: {exc}"
         ) from exc
     return ray
-
-
-class EnvHost:
-    """Body of one Ray actor: a slice of envs over one byte block of their rows.
-
-    Methods never raise for env failures: they return ``(block, infos, failure)`` with a
-    :class:`Failure` naming the env, so the caller can report it.
-    """
-
-    def __init__(
-        self,
-        payload: bytes,
-        caller_path: list[str],
-        native: bool,
-        num_threads: int,
-        shape: EnvShape,
-        emulate: bool,
-        rows: int,
-    ):
-        self.runner = None
-        self.failure: Failure | None = None
-        # Creators defined in the caller's own modules (scripts, tests) are pickled by reference:
-        # make the caller's import path visible before unpickling them. On other machines those
-        # modules must be installed (or shipped with Ray's runtime_env).
-        sys.path.extend(p for p in caller_path if p not in sys.path)
-        try:
-            envs = pickle.loads(payload)
-            self.block = np.zeros(max(block_size(shape.observation_space, shape.action_space, rows), 1), dtype=np.uint8)
-            self.buf = block_buffers(self.block, shape.observation_space, shape.action_space, rows)[0]
-            self.buf.masks[:] = True
-            if native:
-                # One native vector for the whole slice: its pool threads step it inside this actor.
-                self.runner = native_slice(envs, self.buf, num_threads)
-            else:
-                self.runner = python_slice(envs, self.buf, emulate, shape)
-        except Exception as exc:
-            self.failure = Failure.of(exc)
-
-    def ready(self) -> tuple:
-        """(pid, host name, internal env count, construction failure or None)."""
-        count = self.runner.internal_envs if self.runner is not None else 0
-        return os.getpid(), socket.gethostname(), count, self.failure
-
-    def reset(self, seed: int) -> tuple:
-        return self._result(*self.runner.serve(seed))
-
-    def step(self, actions: np.ndarray) -> tuple:
-        np.copyto(self.buf.actions, actions, casting="unsafe")
-        return self._result(*self.runner.serve(None))
-
-    def _result(self, infos: list, failure: Failure | None) -> tuple:
-        return (None if failure is not None else self.block), infos, failure
-
-    def close(self) -> list[str]:
-        """Closes every env, even if some fail; returns the failures (the actor is killed next)."""
-        runner, self.runner = self.runner, None
-        return runner.close() if runner is not None else []
-
-
-_actor_classes: dict = {}
-
-
-def _actor_class(ray):
-    if "host" not in _actor_classes:
-        _actor_classes["host"] = ray.remote(EnvHost)
-    return _actor_classes["host"]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -212,7 +144,7 @@ class Ray(WorkerBackend):
             actors.connected = connect(ray, ray_address)
             num_threads, cpus = self._plan_cpus(ray, max_num_threads)
             self.max_num_threads = num_threads if self.native else None
-            self._host = _actor_class(ray).options(
+            self._host = actor_class(ray).options(
                 num_cpus=cpus, max_restarts=0, max_task_retries=0, scheduling_strategy="SPREAD"
             )
             caller_path = [os.path.abspath(p) for p in sys.path if p]
