@@ -159,6 +159,35 @@ def test_dynamics_equal_the_env_driven_directly(env_class, tmp_path, name):
         np.testing.assert_array_equal(got[key], direct[key], err_msg=f"{name}: {key} differ from the C loop")
 
 
+ADDRESS_SPACE_OF_A_VECTOR = """
+import sys
+from shoal import ocean
+from shoal.vector import make
+def address_space():
+    return int(next(line for line in open("/proc/self/status") if line.startswith("VmSize:")).split()[1]) * 1024
+cls = ocean.env_class("tower_climb", num_maps=16)
+before = address_space()
+with make(cls, backend="Serial", num_envs=4, seed=1) as vecenv:
+    vecenv.reset(seed=1)
+print(address_space() - before)
+"""
+
+
+def test_an_env_that_searches_in_its_init_keeps_no_memory_it_freed(ocean_tree, time_limit, tmp_path):
+    # tower_climb's my_shared solves its puzzles by BFS: millions of malloc/free pairs and a 10M-node queue
+    # per search. Inside the init arena every one of them was kept (71 GB of address space for this vector;
+    # the test process could then no longer fork a worker: ENOMEM). A fresh process, so nothing else counts.
+    time_limit(240)
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-c", ADDRESS_SPACE_OF_A_VECTOR], capture_output=True, text=True, timeout=220, check=True
+    )
+    grown = int(result.stdout.split()[-1])
+    assert grown < 2 << 30, f"address space grew by {grown / 2**30:.1f} GiB"
+
+
 def test_multiprocessing_runs_ocean_envs(env_class, time_limit):
     time_limit(240)
     cls = env_class("snake")

@@ -8,7 +8,11 @@
  *
  * So while my_init runs, the adapter makes malloc/calloc/realloc draw from an arena of the env's
  * own (blocks of growing size, 16-byte aligned like malloc, zeroed). Outside my_init they are
- * libc's. free() and realloc() of arena memory are recognised by address: free does nothing (the
+ * libc's, and so are, inside it, an allocation larger than a block and every allocation once the
+ * arena holds SHOAL_OCEAN_ARENA_CAPACITY: arena memory is never reused before close, and an env
+ * that searches in its init (tower_climb's puzzle BFS: millions of malloc/free pairs, a 10M-node
+ * queue per search) would otherwise keep every byte it ever asked for (71 GB of address space and
+ * 1.2 GB resident per vector, after which the process could no longer fork). free() and realloc() of arena memory are recognised by address: free does nothing (the
  * arena goes at close, after c_close), realloc moves the data to libc memory. The binding's files
  * are not modified: the adapter defines these names as macros before including them, after the
  * system headers that declare the real functions.
@@ -26,6 +30,7 @@
 #define SHOAL_OCEAN_ARENA_ALIGN 16
 #define SHOAL_OCEAN_ARENA_FIRST_BLOCK 1024
 #define SHOAL_OCEAN_ARENA_MAX_BLOCK (1u << 20)
+#define SHOAL_OCEAN_ARENA_CAPACITY (16u << 20)
 
 typedef struct shoal_ocean_arena_block {
     struct shoal_ocean_arena_block* next;
@@ -40,6 +45,7 @@ typedef struct shoal_ocean_arena_header {
 
 typedef struct shoal_ocean_arena {
     shoal_ocean_arena_block* blocks; /* newest first */
+    size_t reserved;                 /* bytes of its blocks */
 } shoal_ocean_arena;
 
 /* The arena allocations go to on this thread: the env whose my_init runs, else none. */
@@ -72,6 +78,7 @@ static SHOAL_UNUSED void* shoal_ocean_arena_take(shoal_ocean_arena* arena, size_
         block->capacity = capacity;
         block->next = arena->blocks;
         arena->blocks = block;
+        arena->reserved += capacity;
     }
     shoal_ocean_arena_header* header = (shoal_ocean_arena_header*)(void*)(block->data + block->used);
     block->used += need;
@@ -86,16 +93,27 @@ static SHOAL_UNUSED void shoal_ocean_arena_release(shoal_ocean_arena* arena) {
         b = next;
     }
     arena->blocks = NULL;
+    arena->reserved = 0;
+}
+
+/* The arena an allocation of `size` bytes goes to on this thread, or NULL for libc's heap. */
+static inline SHOAL_UNUSED shoal_ocean_arena* shoal_ocean_arena_for(size_t size) {
+    shoal_ocean_arena* arena = shoal_ocean__filling;
+    if (!arena || size > SHOAL_OCEAN_ARENA_MAX_BLOCK / 2) return NULL;
+    const shoal_ocean_arena_block* block = arena->blocks;
+    const int fits = block && block->capacity - block->used >= sizeof(shoal_ocean_arena_header) + size;
+    return fits || arena->reserved < SHOAL_OCEAN_ARENA_CAPACITY ? arena : NULL;
 }
 
 static SHOAL_UNUSED void* shoal_ocean_malloc(size_t size) {
-    return shoal_ocean__filling ? shoal_ocean_arena_take(shoal_ocean__filling, size) : malloc(size);
+    shoal_ocean_arena* arena = shoal_ocean_arena_for(size);
+    return arena ? shoal_ocean_arena_take(arena, size) : malloc(size);
 }
 
 static SHOAL_UNUSED void* shoal_ocean_calloc(size_t count, size_t size) {
-    if (!shoal_ocean__filling) return calloc(count, size);
     if (size != 0 && count > SIZE_MAX / size) return NULL;
-    return shoal_ocean_arena_take(shoal_ocean__filling, count * size); /* blocks start zeroed */
+    shoal_ocean_arena* arena = shoal_ocean_arena_for(count * size);
+    return arena ? shoal_ocean_arena_take(arena, count * size) : calloc(count, size); /* blocks start zeroed */
 }
 
 /* The arena `pointer` belongs to, if any: the one being filled, else the env being stepped's. */
