@@ -8,12 +8,13 @@
  *
  * So while my_init runs, the adapter makes malloc/calloc/realloc draw from an arena of the env's
  * own (blocks of growing size, 16-byte aligned like malloc, zeroed). Outside my_init they are
- * libc's, and so are, inside it, an allocation larger than a block and every allocation once the
+ * libc's, and so are, inside it, an allocation larger than half a block and every allocation once the
  * arena holds SHOAL_OCEAN_ARENA_CAPACITY: arena memory is never reused before close, and an env
  * that searches in its init (tower_climb's puzzle BFS: millions of malloc/free pairs, a 10M-node
- * queue per search) would otherwise keep every byte it ever asked for (71 GB of address space and
- * 1.2 GB resident per vector, after which the process could no longer fork). free() and realloc() of arena memory are recognised by address: free does nothing (the
- * arena goes at close, after c_close), realloc moves the data to libc memory. The binding's files
+ * queue per search) would otherwise keep every byte it ever asked for (68 GiB of address space and
+ * 1.2 GB resident per Serial vector, after which the process could no longer fork). free() and realloc()
+ * of arena memory are recognised by address: free does nothing (the arena goes at close, after
+ * c_close), realloc moves the data to libc memory. The binding's files
  * are not modified: the adapter defines these names as macros before including them, after the
  * system headers that declare the real functions.
  */
