@@ -76,21 +76,19 @@ def test_my_shared_refusing_its_keywords_is_an_error_naming_the_env(tree):
         cls(num_envs=2)
 
 
-def test_a_state_keyword_that_is_a_number_not_the_shared_state_is_an_env_error(tree):
-    _edit_class(tree, "state=self.c_state", "state=3")
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (("state=self.c_state", "state=3"), r"ValueError: state is not the dict binding.shared\(\) made"),
+        (("state=self.c_state,", ""), r"TypeError: state handle must be an integer"),
+    ],
+    ids=["a number, not the shared state", "missing"],
+)
+def test_a_wrong_state_keyword_is_an_env_error(tree, edit, message):
+    _edit_class(tree, *edit)
     env = ocean.env_class("sharedtable", tree)(num_envs=2)
     try:
-        with pytest.raises(EnvError, match=r"ValueError: state is not the dict binding.shared\(\) made"):
-            env.reset(0)
-    finally:
-        env.close()
-
-
-def test_a_missing_state_keyword_is_an_env_error(tree):
-    _edit_class(tree, "state=self.c_state,", "")
-    env = ocean.env_class("sharedtable", tree)(num_envs=2)
-    try:
-        with pytest.raises(EnvError, match=r"TypeError: state handle must be an integer"):
+        with pytest.raises(EnvError, match=message):
             env.reset(0)
     finally:
         env.close()
