@@ -499,7 +499,7 @@ def test_reset_while_steps_in_flight():
 
 @pytest.mark.slow
 def test_create_step_close_cycles_leak_nothing(cluster, time_limit):
-    """300 create/step/close cycles (SHOAL_RAY_CYCLES for more): every actor process gone, the cluster's CPUs free again, and
+    """80 create/step/close cycles (SHOAL_RAY_CYCLES for more): every actor process gone, the cluster's CPUs free again, and
     no thread, file descriptor or /dev/shm segment left in this process."""
     time_limit(1200)
     process = psutil.Process()
@@ -513,11 +513,11 @@ def test_create_step_close_cycles_leak_nothing(cluster, time_limit):
             vecenv.step(np.zeros(4, np.int32))
             return vecenv.worker_pids
 
-    for _ in range(50):  # Ray's client starts a few threads lazily over the first ~30 cycles
+    for _ in range(40):  # Ray's client starts a few threads lazily over the first ~30 cycles
         cycle()
     before, rss_before = resources(), process.memory_info().rss
     pids = []
-    for _ in range(int(os.environ.get("SHOAL_RAY_CYCLES", 300))):
+    for _ in range(int(os.environ.get("SHOAL_RAY_CYCLES", 80))):
         pids += cycle()
     assert not wait_gone(pids, timeout=30), "actor processes outlived their vector"
     deadline = time.monotonic() + 10
@@ -526,7 +526,7 @@ def test_create_step_close_cycles_leak_nothing(cluster, time_limit):
     assert ray.available_resources().get("CPU") == 2
     after = resources()
     # Ray's client starts a few internal threads lazily, sometimes late in a long run; a leak per
-    # cycle would add about 300 threads or descriptors, so a small constant bound tells them apart.
+    # cycle would add about 80 threads or descriptors, so a small constant bound tells them apart.
     threads, fds, shm = (a - b for a, b in zip(after, before))
     assert threads <= 3 and fds <= 3 and shm <= 0, f"threads/fds/shm grew: {before} -> {after}"
     assert process.memory_info().rss - rss_before < 64 * 2**20
