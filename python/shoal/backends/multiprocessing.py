@@ -68,6 +68,7 @@ from .workers.faults import (
     creation_timeout,
     exit_reason,
 )
+from .workers.info_tables import unpack
 from .workers.process_pool import ProcessPool
 from .workers.process_recovery import ProcessRecovery
 from .workers.process_worker import (
@@ -359,7 +360,7 @@ class Multiprocessing(ProcessRecovery, WorkerBackend):
 
     def _mail(self, w: int) -> list:
         """The infos worker w left in its mailbox."""
-        return pickle.loads(self._mailboxes[w, : self._mail_sizes[w]])
+        return unpack(pickle.loads(self._mailboxes[w, : self._mail_sizes[w]]))
 
     def _take_count(self) -> None:
         """Accounts for the done_sem count of a completion just observed."""

@@ -14,6 +14,7 @@ import numpy as np
 
 from ...buffers import Buffers
 from .blocks import block_buffers
+from .info_tables import pack
 from .messages import Failure
 from .process_pool import pid_alive
 from .runner import EnvShape, python_slice
@@ -23,7 +24,7 @@ IDLE, BUSY, INFOS, MESSAGE = 0, 1, 2, 3
 # command[w]: written by the caller before it posts command_sems[w].
 STEP, RESET, CLOSE = 1, 2, 3
 
-# Per-worker shared bytes for pickled infos; larger infos go through the worker's pipe.
+# Per-worker shared bytes for pickled infos (packed by info_tables); larger infos go through the worker's pipe.
 MAILBOX_BYTES = 16384
 
 # Spin lengths, tuned on a 2-vCPU VM (see bench/bench_python_backends.py). A worker that just finished
@@ -130,7 +131,7 @@ def worker_main(spec: WorkerSpec, raw, payload, conn, command_sem, done_sem) -> 
                 continue
             if failure is None:
                 try:
-                    data = pickle.dumps(infos, protocol=pickle.HIGHEST_PROTOCOL)
+                    data = pickle.dumps(pack(infos), protocol=pickle.HIGHEST_PROTOCOL)
                 except Exception as exc:
                     failure = Failure.of(exc, prefix="could not send infos to the caller: ")
                 else:
