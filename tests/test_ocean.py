@@ -54,6 +54,12 @@ ENVS = {
     "pacman": {},
     "pong": {},
     "rware": {},
+    "school": {
+        "num_agents": 32,
+        "num_armies": 4,
+        "size_x": 8.0,
+        "size_z": 8.0,
+    },  # the class default 1.0 cannot fit two bases 2.0 apart: its c_reset loops forever
     "snake": {"num_snakes": 16, "num_food": 64, "width": 40, "height": 40},
     "squared": {},
     "target": {},
@@ -64,7 +70,7 @@ ENVS = {
     "trash_pickup": {},
     "tripletriad": {},
 }
-MULTI_AGENT = ("convert", "cpr", "nmmo3", "rware", "snake", "target", "terraform", "trash_pickup")
+MULTI_AGENT = ("convert", "cpr", "nmmo3", "rware", "school", "snake", "target", "terraform", "trash_pickup")
 REQUIRED = ("go", "pacman", "enduro", "terraform", "snake", "breakout", "cartpole", "squared")
 NUM_ENVS = 4
 STEPS = 2000

@@ -45,7 +45,6 @@ PENDING = {
     "impulse_wars": _SHARED.format(
         macros="MY_SHARED and MY_METHODS", more="; the env's own methods called from Python"
     ),
-    "school": "it builds (raymath's quaternions are in), but its parity with Serial and its C loop is not verified yet",
 }
 
 
