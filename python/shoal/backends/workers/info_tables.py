@@ -3,7 +3,7 @@
 Gymnasium envs return an info dict on every step (MuJoCo's: four numpy scalars). Pickling a list of
 such dicts costs more than the envs' own Python overhead: numpy scalars pickle one by one, through
 their reduce protocol. Runs of consecutive dicts with the same keys and scalar values of the same
-types travel instead as one array per key, and are rebuilt on the caller's side as equal dicts with
+types travel instead as one table (each key's column of values, the columns' bytes end to end), and are rebuilt on the caller's side as equal dicts with
 values of the same types (an ``np.float64`` stays an ``np.float64``, a ``float`` a ``float``).
 Everything else travels as it is.
 """
@@ -57,13 +57,15 @@ def pack(infos: list) -> list:
     and scalar value types, a one-item list ``[info]`` for everything else."""
     runs: list = []
     i, n = 0, len(infos)
+    next_signature = _row_signature(infos[0]) if infos else None
     while i < n:
-        signature = _row_signature(infos[i])
-        j = i + 1
-        if signature is not None:
-            while j < n and _row_signature(infos[j]) == signature:
-                j += 1
-        table = _table(infos[i:j], *signature) if j - i > 1 else None
+        signature, j = next_signature, i + 1
+        while j < n:
+            next_signature = _row_signature(infos[j])
+            if signature is None or next_signature != signature:
+                break
+            j += 1
+        table = _table(infos[i:j], *signature) if signature is not None and j - i > 1 else None
         if table is None:
             runs.extend([info] for info in infos[i:j])
         else:
