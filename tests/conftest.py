@@ -66,13 +66,30 @@ def tier_of(nodeid: str) -> tuple[str, str]:
     return "fast", "matches no entry"
 
 
+# Under pytest-xdist with `--dist loadgroup` (CI's integration tier), the tests of one group run on one
+# worker, one after another: each file is its own group, so its module fixtures (CMake builds, clusters)
+# are made once; the files that start Ray instances share one group, so no two instances run at once.
+RAY_FILES = ("test_ray.py", "test_worker_fault_modes.py")
+
+
+def xdist_group_of(nodeid: str) -> str:
+    """The pytest-xdist group of a test, by its node id relative to tests/."""
+    file = nodeid.split("::", 1)[0]
+    return "ray" if file in RAY_FILES else file
+
+
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
 def pytest_collection_modifyitems(config, items):
-    """Marks each test the table puts in the integration tier (before -m selects)."""
+    """Marks each test the table puts in the integration tier (before -m selects), and its xdist group
+    where pytest-xdist is installed (the marker is its own)."""
+    grouped = config.pluginmanager.hasplugin("xdist")
     for item in items:
-        tier, _ = tier_of(item.nodeid.removeprefix("tests/"))
+        nodeid = item.nodeid.removeprefix("tests/")
+        tier, _ = tier_of(nodeid)
         if tier == "integration":
             item.add_marker(pytest.mark.integration)
+        if grouped:
+            item.add_marker(pytest.mark.xdist_group(xdist_group_of(nodeid)))
 
 
 @pytest.fixture

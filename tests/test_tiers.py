@@ -18,7 +18,7 @@ try:
 except ImportError:  # Python 3.10: pytest's own dependency
     import tomli as tomllib
 
-from conftest import TIER_NAMES, TIERS, tier_of
+from conftest import RAY_FILES, TIER_NAMES, TIERS, tier_of, xdist_group_of
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = ROOT / "tests"
@@ -86,7 +86,7 @@ def test_plain_pytest_collects_the_fast_tier_and_the_other_tiers_the_rest():
         assert ("integration" in markers) == (tier_of(nodeid.removeprefix("tests/"))[0] == "integration"), nodeid
     fast = {nodeid for nodeid, markers in everything.items() if not markers & {"integration", "slow"}}
     assert set(collect()) == fast
-    rest = set(everything) - fast  # CI's second run, `-m "integration or slow"`
+    rest = set(everything) - fast  # CI's later runs, `-m "integration and not slow"` and `-m slow`
     assert {"test_native_builds.py", "test_packaging.py", "test_ray.py", "test_examples.py"} <= {
         nodeid.split("::")[0].removeprefix("tests/") for nodeid in rest
     }
@@ -104,6 +104,20 @@ def test_no_fast_test_builds_starts_a_cluster_or_trains():
             compiling.append(nodeid)
     assert not heavy, f"fast tests doing integration work (add an entry to TIERS in conftest.py): {heavy}"
     assert not compiling, f"fast tests compiling envs without an entry saying why: {compiling}"
+
+
+def test_every_file_that_starts_ray_shares_one_xdist_group():
+    """Two Ray instances at once on two xdist workers would contend for the machine's CPUs and its
+    Ray session folder: every file that may start one is in the "ray" group, each other file its own."""
+    starting = {
+        path.name
+        for path in TESTS.glob("test_*.py")
+        if path.name != "test_tiers.py" and re.search(r"ray\.init|\"Ray\"", path.read_text())
+    }
+    assert starting and starting <= set(RAY_FILES), starting - set(RAY_FILES)
+    assert {xdist_group_of(f"{name}::test_x") for name in RAY_FILES} == {"ray"}
+    assert xdist_group_of("test_native.py::test_x[cartpole]") == "test_native.py"
+    assert xdist_group_of("test_ocean.py::test_y") != xdist_group_of("test_native.py::test_y")
 
 
 # Samples the check must see (here, not in a decorator, which the check reads as the test's own source).
