@@ -5,6 +5,7 @@
 Rows per task (env steps per second, random actions in the ctrlrange generated in advance, medians of
 interleaved repeats, warm-up excluded, construction and reset excluded, no policy):
   (a) the task's own C code in a bare C loop (bench/native/mujoco_limit.c): the limit
+  (a2) two such loops at once, half the envs each, in two threads: the two-thread limit, the one (c) meets
   (b) shoal Multithreading T=0 (the caller steps every env)   (c) T=2   (d) default threads
   (e) mujoco.rollout, physics only (frame_skip mj_steps per env step; no observation, reward or reset),
       1 and 2 threads
@@ -25,6 +26,7 @@ import multiprocessing
 import os
 import statistics
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -100,6 +102,26 @@ def time_step_loop(step, actions, steps: int, warmup: int = 20) -> float:
     for t in range(steps):
         step(actions[t % len(actions)])
     return steps / (time.perf_counter() - start)
+
+
+def two_loops_case(limit, num_envs: int, steps: int):
+    """Two bare C loops at once, half the envs each, in two threads (ctypes lets go of the GIL): the
+    two-thread limit, what the machine gives two cores stepping this task with no shoal at all."""
+
+    def measure():
+        rates = [0.0, 0.0]
+
+        def run(k: int) -> None:
+            rates[k] = limit(num_envs // 2 if k == 0 else num_envs - num_envs // 2, steps)
+
+        threads = [threading.Thread(target=run, args=(k,)) for k in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return sum(rates)
+
+    return measure
 
 
 def shoal_case(cls, num_envs: int, steps: int, **options):
@@ -231,6 +253,7 @@ def cases_for(task_id: str, args) -> list[tuple[str, object]]:
     limit = limit_function(task_id)
     cases = [
         ("(a) bare C loop (limit)", lambda: limit(n, steps)),
+        ("(a2) two bare C loops at once (2-thread limit)", two_loops_case(limit, n, steps)),
         ("(b) shoal T=0", shoal_case(cls, n, steps, max_num_threads=0)),
         ("(c) shoal T=2", shoal_case(cls, n, steps, max_num_threads=2)),
         ("(d) shoal default", shoal_case(cls, n, steps)),
