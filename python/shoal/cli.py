@@ -161,12 +161,15 @@ def positive_int(text: str) -> int:
 def cmd_ocean_list(args, overrides) -> int:
     from .ocean import available, ocean_dir
     from .ocean.source import sdist_ocean_path
-    from .ocean.unavailable import status
+    from .ocean.unavailable import PENDING, UNAVAILABLE, status
 
     folder = ocean_dir(args.source)
     sdist = folder.resolve() == sdist_ocean_path().resolve()
+    names = set(available(args.source))
+    if sdist:  # listed envs whose folder does not follow the usual layout (impulse_wars: env.h) too
+        names |= set(UNAVAILABLE) | set(PENDING)
     print(f"Ocean envs in {folder}:")
-    for name in available(args.source):
+    for name in sorted(names):
         reason = status(name) if sdist else None
         print(f"  {name}" + (f"  ({reason})" if reason else ""))
     return 0

@@ -1,9 +1,8 @@
 """Ocean envs of the pinned pufferlib 3.0.0 sdist that shoal does not run, and why.
 
 UNAVAILABLE holds the envs that cannot run for a reason in the env's own sources or data (PufferLib's
-own build of them does not work either, works only by an accident of the compiler, or needs data
-the sdist does not ship), each
-checked against the sdist (tests/test_ocean_unavailable.py). PENDING holds the envs whose
+own build of them does not work either, works only by an accident of the compiler, or needs code
+or data the sdist does not ship), each checked against the sdist (tests/test_ocean_unavailable.py). PENDING holds the envs whose
 binding extends PufferLib's contract in a way shoal's adapter does not carry yet: their entry
 goes when that support lands. ``shoal ocean list`` marks both; ``env_class`` raises
 ``OceanError`` with the reason. Only the pinned sdist's envs are listed: a source tree of one's
@@ -32,6 +31,12 @@ UNAVAILABLE = {
         "without it), and the pufferlib 3.0.0 sdist ships none of them (its resources/gpudrive holds only "
         "map_942.bin, outside binaries/): the GPUDrive map data is a separate download"
     ),
+    "impulse_wars": (
+        "impulse_wars is built on Box2D v3 (types.h includes box2d/box2d.h and env.h steps b2World_Step), "
+        "which the pufferlib 3.0.0 sdist does not ship: PufferLib's setup.py downloads a prebuilt "
+        "libbox2d.a and its headers from capnspacehook/box2d's releases/latest at build time, an unpinned "
+        "binary of a fork, so neither the code nor the version PufferLib links is in the sdist"
+    ),
     "tactical": (
         "an unfinished env in the sdist: tactical.h defines no c_close, which PufferLib's "
         "binding calls (its own build fails to import: undefined symbol c_close); my_init sets "
@@ -40,12 +45,8 @@ UNAVAILABLE = {
     ),
 }
 
-_SHARED = "its binding defines {macros} (state built once and shared by the envs of a vector{more}): MY_METHODS is not carried yet"
-PENDING = {
-    "impulse_wars": _SHARED.format(
-        macros="MY_SHARED and MY_METHODS", more="; the env's own methods called from Python"
-    ),
-}
+# Envs whose binding extends PufferLib's contract in a way the adapter does not carry yet: none now.
+PENDING: dict[str, str] = {}
 
 
 def status(name: str) -> str | None:
