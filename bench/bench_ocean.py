@@ -50,6 +50,8 @@ SIZES = {
     "grid": ({}, 1024, 4_000_000),  # MY_SHARED: 1,000 mazes built once per vector
     "tower_climb": ({}, 1024, 1_000_000),  # MY_SHARED: 50 puzzles built once per vector
     "moba": ({}, 16, 400_000),  # one thread: its steps write the vector's shared path cache
+    # the class default size 1.0 cannot fit two army bases 2.0 apart: its c_reset would loop forever
+    "school": ({"size_x": 8.0, "size_z": 8.0}, 16, 2_000_000),
 }
 # Seed 003's table (PufferLib's Multithreading PR, its machine, end to end with training) and the
 # issue's single-thread figures of PufferLib 3.0's native vector on a 2-vCPU guest (agent steps/s).
