@@ -161,6 +161,11 @@ def test_close_from_another_thread_while_recv_waits(backend, time_limit):
     assert len(raised) == 1 and type(raised[0]) is APIUsageError, raised
     assert "closed (by another thread) while recv() waited" in str(raised[0])
     assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in pids)
+    # A joined thread is gone for Python before its OS thread has finished exiting: allow it a moment,
+    # a thread left running stays counted.
+    deadline = time.monotonic() + 2
+    while process.num_threads() > threads and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert process.num_threads() <= threads
 
 
