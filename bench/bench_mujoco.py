@@ -108,11 +108,13 @@ def two_loops_case(limit, num_envs: int, steps: int):
     """Two bare C loops at once, half the envs each, in two threads (ctypes lets go of the GIL): the
     two-thread limit, what the machine gives two cores stepping this task with no shoal at all."""
 
+    halves = (num_envs // 2, num_envs - num_envs // 2)
+
     def measure():
         rates = [0.0, 0.0]
 
         def run(k: int) -> None:
-            rates[k] = limit(num_envs // 2 if k == 0 else num_envs - num_envs // 2, steps)
+            rates[k] = limit(halves[k], steps)
 
         threads = [threading.Thread(target=run, args=(k,)) for k in range(2)]
         for thread in threads:

@@ -2,11 +2,11 @@
 
 UNAVAILABLE holds the envs that cannot run for a reason in the env's own sources or data (PufferLib's
 own build of them does not work either, works only by an accident of the compiler, or needs code
-or data the sdist does not ship), each checked against the sdist (tests/test_ocean_unavailable.py). PENDING holds the envs whose
-binding extends PufferLib's contract in a way shoal's adapter does not carry yet: their entry
-goes when that support lands. ``shoal ocean list`` marks both; ``env_class`` raises
-``OceanError`` with the reason. Only the pinned sdist's envs are listed: a source tree of one's
-own is built as it is.
+or data the sdist does not ship), each checked against the sdist (tests/test_ocean_unavailable.py).
+PENDING holds the envs whose binding extends PufferLib's contract in a way shoal's adapter does not
+carry yet: their entry goes when that support lands. ``shoal ocean list`` marks both; ``env_class``
+raises ``OceanError`` with the reason. Only the pinned sdist's envs are listed: a source tree of
+one's own is built as it is.
 """
 
 from __future__ import annotations
