@@ -59,7 +59,7 @@ from .interrupts import guarded
 from .restart import mark_restarted, restart_info
 from .workers.blocks import block_buffers
 from .workers.caller import WorkerBackend
-from .workers.faults import CLOSE_TIMEOUT_S, MISSED_DEADLINE, creation_timeout
+from .workers.faults import CLOSE_TIMEOUT_S, MIN_ACTOR_START_S, MISSED_DEADLINE, creation_timeout
 from .workers.messages import Failure
 from .workers.ray_actor import actor_class
 from .workers.ray_session import Actors, connect
@@ -202,7 +202,7 @@ class Ray(WorkerBackend):
         refs = [h.ready.remote() for h in handles]
         self.worker_pids, self.worker_hosts = [0] * len(refs), [""] * len(refs)
         internal = [0] * len(refs)
-        limit = creation_timeout(self.timeout)
+        limit = creation_timeout(self.timeout, MIN_ACTOR_START_S)
         try:
             ready, _ = ray.wait(refs, num_returns=len(refs), timeout=limit)
         except self._RayError as exc:
@@ -392,7 +392,7 @@ class Ray(WorkerBackend):
         self._handles[w] = handle = self._host.remote(*self._actor_args[w])
         try:
             ref = handle.ready.remote()
-            limit = creation_timeout(self.timeout)
+            limit = creation_timeout(self.timeout, MIN_ACTOR_START_S)
             if not ray.wait([ref], timeout=limit)[0]:
                 self._kill(w)
                 raise WorkerError(f"its replacement had not built its envs within the creation limit ({limit:g} s)")

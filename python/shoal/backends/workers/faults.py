@@ -3,9 +3,12 @@ creating and closing a worker, and the sentences a WorkerError gives for a dead,
 
 Creation. A worker (a process or an actor) has ``creation_timeout(timeout)`` seconds from its start
 to build its envs and report ready, at its first creation and as a replacement: ``START_TIMEOUT_S``
-without a ``timeout``; with one, the timeout but at least ``MIN_START_S``, because a start (an
-interpreter and imports under spawn, Ray placing an actor, the env constructors) takes longer than a
-step, and a vector with ``timeout=0.01`` must still be creatable. A worker that misses it is killed.
+without a ``timeout``; with one, the timeout but at least ``MIN_START_S`` for a process and
+``MIN_ACTOR_START_S`` for a Ray actor, because a start (an interpreter and imports under spawn, the
+env constructors) takes longer than a step, and a vector with ``timeout=0.01`` must still be
+creatable. An actor's floor is higher: Ray starts a new Python process per actor beyond the few it
+keeps warm, and that process imports Ray before shoal, so four actors on a busy 2-core machine took
+longer than 5 s. A worker that misses its limit is killed.
 
 Close. Workers get ``CLOSE_TIMEOUT_S`` to close their envs and exit, then they are killed. A worker
 known to be stuck (past its deadline, or in flight when a failure closes the vector) is killed at
@@ -19,8 +22,9 @@ import signal
 # Without a timeout: how long a worker may take to start and build its envs (a cluster without free
 # CPUs leaves an actor pending forever; an env constructor may block).
 START_TIMEOUT_S = 60.0
-# With a timeout: the least a worker's creation is given.
+# With a timeout: the least a worker process's creation is given, and a Ray actor's.
 MIN_START_S = 5.0
+MIN_ACTOR_START_S = 20.0
 # close(): how long workers get to close their envs before they are killed.
 CLOSE_TIMEOUT_S = 2.0
 # How often the caller looks at workers it is not waiting for (dead? past the deadline?) while other
@@ -28,9 +32,10 @@ CLOSE_TIMEOUT_S = 2.0
 LIVENESS_CHECK_S = 0.1
 
 
-def creation_timeout(timeout: float | None) -> float:
-    """Seconds a worker has from its start to report that its envs are built."""
-    return START_TIMEOUT_S if timeout is None else max(timeout, MIN_START_S)
+def creation_timeout(timeout: float | None, floor: float = MIN_START_S) -> float:
+    """Seconds a worker has from its start to report that its envs are built (``floor``: the least,
+    with a timeout)."""
+    return START_TIMEOUT_S if timeout is None else max(timeout, floor)
 
 
 MISSED_DEADLINE = "missed its deadline"
