@@ -12,6 +12,8 @@ interleaved repeats, warm-up excluded, construction and reset excluded, no polic
   (f) EnvPool 1 and 2 threads (where installed and the task exists)
   (g) gymnasium SyncVectorEnv and AsyncVectorEnv (--async-envs processes)
   (h) shoal Multiprocessing (2 workers) and Serial with the gymnasium env
+  (h2) two plain loops over gymnasium envs at once, half the envs each, in two processes: what two
+      cores give the Python path with no shoal (no hand-off, no caller process), the limit of (h)
 Memory per env: what mj_makeData allocates, and the resident growth (fresh processes, 1 vs n + 1 envs).
 MuJoCo's warnings (a deprecated MJCF attribute in Gymnasium's assets) are printed once per run.
 """
@@ -139,6 +141,49 @@ def python_case(task_id: str, backend: str, num_envs: int, steps: int, **options
         creator = lambda: gymnasium_env(task_id)  # noqa: E731  (pickled by value)
         with make(creator, backend=backend, num_envs=num_envs, seed=0, **options) as vecenv:
             return benchmark.time_vecenv(vecenv, steps * num_envs)
+
+    return measure
+
+
+def plain_gymnasium_loop(task_id: str, num_envs: int, steps: int, start, durations) -> None:
+    """One process of (h2): steps its envs one by one (resetting ended ones) after ``start`` lets go."""
+    envs = [gymnasium_env(task_id) for _ in range(num_envs)]
+    for i, env in enumerate(envs):
+        env.reset(seed=i)
+    envs[0].action_space.seed(0)
+    actions = [envs[0].action_space.sample() for _ in range(16)]
+
+    def run(count: int) -> None:
+        for t in range(count):
+            action = actions[t % len(actions)]
+            for env in envs:
+                if any(env.step(action)[2:4]):
+                    env.reset()
+
+    run(20)
+    start.wait()
+    begin = time.perf_counter()
+    run(steps)
+    durations.put(time.perf_counter() - begin)
+
+
+def two_processes_case(task_id: str, num_envs: int, steps: int):
+    """(h2): two plain loops at once in two spawned processes, timed from a common start to the later end."""
+
+    def measure():
+        context = multiprocessing.get_context("spawn")
+        start, durations = context.Barrier(2), context.Queue()
+        halves = (num_envs // 2, num_envs - num_envs // 2)
+        processes = [
+            context.Process(target=plain_gymnasium_loop, args=(task_id, half, steps, start, durations))
+            for half in halves
+        ]
+        for process in processes:
+            process.start()
+        elapsed = max(durations.get(timeout=600) for _ in processes)
+        for process in processes:
+            process.join()
+        return num_envs * steps / elapsed
 
     return measure
 
@@ -277,6 +322,7 @@ def cases_for(task_id: str, args) -> list[tuple[str, object]]:
             "(h) shoal Multiprocessing 2 workers",
             python_case(task_id, "Multiprocessing", n, python_steps, num_workers=2),
         ),
+        ("(h2) two plain gymnasium loops at once (2-process limit)", two_processes_case(task_id, n, python_steps)),
     ]
     return cases
 
