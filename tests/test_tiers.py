@@ -4,6 +4,7 @@ them, plain `pytest` collects exactly the fast tier, and no fast test builds, st
 from __future__ import annotations
 
 import ast
+import os
 import re
 import subprocess
 import sys
@@ -151,3 +152,29 @@ def source_of(nodeid: str) -> str:
     function = functions[name]
     fixtures = [functions[a.arg] for a in function.args.args if a.arg in functions]
     return "\n".join(segment(f) for f in [function, *fixtures])
+
+
+def test_xdist_groups_added_by_a_collection_hook_keep_their_tests_on_one_worker(tmp_path):
+    """CI's integration tier relies on conftest.py's xdist groups (each file's module fixtures built
+    once, the Ray files never side by side). pytest 9.2 with pytest-xdist 3.8 drops them silently
+    (pytest-xdist#1386): the tests then spread over the workers and every worker builds each fixture."""
+    (tmp_path / "conftest.py").write_text(
+        "import pytest\n\n\n"
+        "@pytest.hookimpl(tryfirst=True)\n"
+        "def pytest_collection_modifyitems(config, items):\n"
+        "    for item in items:\n"
+        "        item.add_marker(pytest.mark.xdist_group('one'))\n"
+    )
+    (tmp_path / "test_grouped.py").write_text("".join(f"def test_{i}():\n    pass\n\n\n" for i in range(6)))
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadgroup", "-v"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"},
+    )
+    passed = [line for line in result.stdout.splitlines() if " PASSED " in line]
+    assert len(passed) == 6, result.stdout + result.stderr
+    assert all(line.rstrip().endswith("@one") for line in passed), "\n".join(passed)
+    assert len({line.split("]", 1)[0] for line in passed}) == 1, "\n".join(passed)
