@@ -102,8 +102,8 @@ step_libcxx() {
     CC=clang CXX=clang++ configure_tests "$WORK/libcxx" -DCMAKE_CXX_FLAGS=-stdlib=libc++ \
         -DCMAKE_EXE_LINKER_FLAGS=-stdlib=libc++
     build "$WORK/libcxx" vec_parity pool_stress interrupt_test pipeline_test envs_test
-    # ldd's output is read whole before grep: with pipefail, `ldd | grep -q` fails now and then when grep
-    # exits at the first match and ldd, still writing, dies of SIGPIPE (2 in 300 runs here).
+    # ldd's output is read whole before grep: under pipefail, `ldd | grep -q` fails whenever grep exits at
+    # the first match while ldd is still writing (ldd dies of SIGPIPE).
     local libs
     libs=$(ldd "$WORK/libcxx/cpp/tests/pool_stress")
     if ! grep -q 'libc++\.so' <<<"$libs"; then

@@ -137,7 +137,7 @@ def test_fault_is_reported_in_every_batching_mode(backend, fault, batch_size, sy
         assert [r["worker"] for r in reports] == [VICTIM], reports
     # Batches of the other workers kept coming while the fault was being found out: a hang takes the
     # timeout, a restart the replacement's start. A death under "raise" may be noticed before the
-    # others' next batch is ready (Ray reported one first in CI), and raising at once is right then.
+    # others' next batch is ready, and raising at once is right then.
     if batch_size < NUM_WORKERS and not sync_traj and not (fault == "SIGKILL" and policy == "raise"):
         assert others_answered > 0
     if backend == "Multiprocessing":
