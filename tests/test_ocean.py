@@ -57,8 +57,8 @@ ENVS = {
     "school": {
         "num_agents": 32,
         "num_armies": 4,
-        "size_x": 8.0,
-        "size_z": 8.0,
+        "size_x": 3.0,
+        "size_z": 3.0,
     },  # the class default 1.0 cannot fit two bases 2.0 apart: its c_reset loops forever
     "snake": {"num_snakes": 16, "num_food": 64, "width": 40, "height": 40},
     "squared": {},
