@@ -73,12 +73,21 @@ static SHOAL_UNUSED void* shoal_ocean_arena_take(shoal_ocean_arena* arena, size_
     if (!block || block->capacity - block->used < need) {
         size_t capacity = block ? 2 * block->capacity : SHOAL_OCEAN_ARENA_FIRST_BLOCK;
         if (capacity > SHOAL_OCEAN_ARENA_MAX_BLOCK) capacity = SHOAL_OCEAN_ARENA_MAX_BLOCK;
-        if (capacity < need) capacity = need;
+        /* An allocation that would fill half of the next block gets a block of its own, behind the
+         * current one, which stays the block small allocations come from: a few large arrays then
+         * no longer leave the env's small ones in mostly empty blocks twice their size. */
+        const int alone = block && need > capacity / 2;
+        if (alone || capacity < need) capacity = need;
         block = (shoal_ocean_arena_block*)calloc(1, sizeof(shoal_ocean_arena_block) + capacity);
         if (!block) return NULL;
         block->capacity = capacity;
-        block->next = arena->blocks;
-        arena->blocks = block;
+        if (alone) {
+            block->next = arena->blocks->next;
+            arena->blocks->next = block;
+        } else {
+            block->next = arena->blocks;
+            arena->blocks = block;
+        }
         arena->reserved += capacity;
     }
     shoal_ocean_arena_header* header = (shoal_ocean_arena_header*)(void*)(block->data + block->used);
