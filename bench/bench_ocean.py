@@ -6,6 +6,9 @@ Per env, at a size where a batch is substantial:
   (a) the env's own loop as PufferLib's vec_step runs it: `for i: c_step(&envs[i])` in a plain C
       program built from the same staged sources and flags, libc rand() as in PufferLib, the
       actions of each step copied in from a pool drawn in advance (no shoal, no Python);
+  (a') the same loop with each env's rand() on the stream shoal gives it and shoal's actions and
+      warm-up: the trajectories shoal steps, so the same work where an env's work depends on its
+      random draws (moba's games, for one, cost ~20 % more a step on shoal's streams than on libc's);
   (b) shoal Multithreading T=0 (the caller steps every env), (c) T=2, (d) make() defaults;
       send+recv per batch, actions generated in advance, after reset and 20 warm-up steps.
 Every case runs --repeats times, cases interleaved round-robin (seed 001 methodology); medians.
@@ -81,8 +84,9 @@ PUFFER_1T = {
 class HarnessCase:
     """(a): the bare C loop, timed inside the program (wall and CPU time)."""
 
-    def __init__(self, name, cls, num_envs, agent_steps, workdir):
+    def __init__(self, name, cls, num_envs, agent_steps, workdir, shoal_rand=False):
         self.name, self.cls, self.num_envs, self.workdir = name, cls, num_envs, workdir
+        self.shoal_rand = shoal_rand
         probe = cls(num_envs=1)
         agents = probe.num_agents * num_envs
         self.steps = max(1, agent_steps // agents)
@@ -93,7 +97,9 @@ class HarnessCase:
         self.samples, self.cpu_samples = [], []
 
     def run(self):
-        wall, cpu = harness.bench(self.cls, self.num_envs, self.steps, self.workdir, actions=self.actions)
+        wall, cpu = harness.bench(
+            self.cls, self.num_envs, self.steps, self.workdir, actions=self.actions, shoal_rand=self.shoal_rand
+        )
         self.samples.append(wall)
         self.cpu_samples.append(cpu)
         return wall
@@ -169,6 +175,7 @@ def main() -> None:
             "num_envs": num_envs,
             "agents": cls(num_envs=1).num_agents * num_envs,
             "a": HarnessCase(f"{name} (a) C loop", cls, num_envs, steps, workdir),
+            "s": HarnessCase(f"{name} (a') same streams", cls, num_envs, steps, workdir, shoal_rand=True),
             "b": ShoalCase(f"{name} (b) T=0", cls, num_envs, 0, steps),
             # An env whose steps write its vector's shared state runs on one thread (OceanError on more).
             "c": ShoalCase(f"{name} (c) T=2", cls, num_envs, 1 if one_thread else 2, steps),
@@ -176,7 +183,7 @@ def main() -> None:
         }
     for r in range(args.repeats):
         for row in rows.values():
-            for key in "abcd":
+            for key in "asbcd":
                 case = row[key]
                 sps = case.run()
                 print(f"  repeat {r + 1}/{args.repeats}  {case.name:<28} {sps:>14,.0f} SPS", flush=True)
@@ -185,6 +192,7 @@ def main() -> None:
         "env",
         "envs × agents",
         "(a) C loop",
+        "(a') same streams",
         "(b) T=0",
         "(c) T=2",
         "(d) default",
@@ -192,18 +200,20 @@ def main() -> None:
         "c/a",
         "d/b",
         "b/a CPU",
+        "b/a'",
         "PufferLib 1 thread (issue)",
         "PR #382 (seed 003)",
     ]
     table = []
     for name, row in rows.items():
-        a, b, c, d = (median(row[k].samples) for k in "abcd")
+        a, same, b, c, d = (median(row[k].samples) for k in "asbcd")
         a_cpu, b_cpu = median(row["a"].cpu_samples), median(row["b"].cpu_samples)
         table.append(
             [
                 f"{name} (c, d at T=1)" if name in WRITES_SHARED_STATE else name,
                 f"{row['num_envs']} × {row['agents'] // row['num_envs']}",
                 fmt(a),
+                fmt(same),
                 fmt(b),
                 fmt(c),
                 fmt(d),
@@ -211,6 +221,7 @@ def main() -> None:
                 f"{c / a:.2f}",
                 f"{d / b:.2f}",
                 f"{b_cpu / a_cpu:.2f}",
+                f"{b / same:.2f}",
                 fmt(PUFFER_1T[name]) if name in PUFFER_1T else "",
                 PR_ROWS.get(name, ""),
             ]
@@ -220,6 +231,8 @@ def main() -> None:
         "Agent steps per second, medians of the repeats, cases interleaved. T = threads incl. the caller; "
         "default = make() without max_num_threads (physical cores).",
         "(a) is PufferLib's own vec_step loop over the same compiled sources and flags (-O2), without Python.",
+        "(a') is that loop on shoal's per-env random streams with shoal's actions and warm-up: the trajectories (b) "
+        "steps. b/a' is shoal's own cost where (a) and (b) play different games.",
         "b/a CPU: (b) over (a) in the stepping thread's CPU time (medians of each), which leaves out what other "
         "processes on the machine took; b/a, c/a, d/b are wall time.",
         "PufferLib 1 thread: the issue's figures for PufferLib 3.0's native vector on a 2-vCPU guest (another machine).",

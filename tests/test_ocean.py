@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import shoal.ocean as ocean
+from shoal import benchmark
 from shoal.errors import APIUsageError, EnvError
 from shoal.native.manifest import file_sha256
 from shoal.ocean import build, harness, source
@@ -163,6 +164,29 @@ def test_dynamics_equal_the_env_driven_directly(env_class, tmp_path, name):
     direct = harness.trace(cls, 3, 5, actions, tmp_path)
     for key in ("obs", "rewards", "terminals"):
         np.testing.assert_array_equal(got[key], direct[key], err_msg=f"{name}: {key} differ from the C loop")
+
+
+@pytest.mark.parametrize("name", ["cartpole", "snake", "tower_climb"])
+def test_same_streams_bench_loop_steps_the_trajectories_shoal_benchmarks(env_class, tmp_path, name):
+    """bench_ocean's (a'): the C loop with shoal's per-env streams, actions and warm-up ends where shoal's
+    benchmark loop (reset(0), 20 warm-up steps, then the same rows again) ends, byte for byte."""
+    cls = env_class(name)
+    steps = 37
+    with make(cls, backend="Multithreading", num_envs=3, max_num_threads=0) as vecenv:
+        actions = benchmark.random_actions(vecenv)
+        vecenv.async_reset(0)
+        vecenv.recv()
+        for i in range(20):
+            vecenv.send(actions[i % 16])
+            vecenv.recv()
+        for i in range(steps):
+            vecenv.send(actions[i % 16])
+            obs, rewards, terminals = (np.array(x) for x in vecenv.recv()[:3])
+    final = tmp_path / "final.bin"
+    harness.bench(cls, 3, steps, tmp_path, actions=np.stack(actions), shoal_rand=True, final=final)
+    raw = np.fromfile(final, dtype=np.uint8)
+    expected = np.concatenate([obs.view(np.uint8).ravel(), rewards.view(np.uint8), terminals.astype(np.uint8)])
+    np.testing.assert_array_equal(raw, expected, err_msg=f"{name}: the loop ended elsewhere")
 
 
 ADDRESS_SPACE_OF_A_VECTOR = """

@@ -73,18 +73,31 @@ def trace(
 
 
 def bench(
-    env_class: type[OceanEnv], num_envs: int, steps: int, workdir: Path, seed: int = 0, actions=None
+    env_class: type[OceanEnv],
+    num_envs: int,
+    steps: int,
+    workdir: Path,
+    seed: int = 0,
+    actions=None,
+    shoal_rand: bool = False,
+    final: Path | None = None,
 ) -> tuple[float, float]:
     """Agent steps per second of the bare loop (libc rand(), as PufferLib runs it): per second of wall
     time and per second of the stepping thread's CPU time. ``actions``: rows of actions (batches,
-    agents, ...) stepped in turn, as shoal's benchmark does."""
-    program = _program(env_class, workdir, shoal_rand=False)
+    agents, ...) stepped in turn, as shoal's benchmark does. ``shoal_rand``: each env's rand() on its
+    own stream seeded as shoal seeds it, and shoal's benchmark's warm-up, so that the loop steps the
+    trajectories shoal steps with the same ``actions`` and ``seed`` (the same work, where an env's
+    work depends on its random draws). ``final``: a file that gets the last step's observations,
+    rewards and terminals (as ``trace`` lays out a step; needs ``actions``)."""
+    program = _program(env_class, workdir, shoal_rand=shoal_rand)
     command = [str(program), "bench", str(num_envs), str(steps), str(seed)]
     if actions is not None:
         action_file = Path(workdir) / f"bench_actions_{env_class.__name__}.bin"
         rows = np.asarray(actions)
         rows.astype(np.float32 if rows.dtype.kind == "f" else np.int32).tofile(action_file)
         command.append(str(action_file))
+        if final is not None:
+            command.append(str(final))
     result = subprocess.run(command, capture_output=True, text=True, timeout=600)
     if result.returncode != 0:
         raise OceanError(f"harness of {env_class.__name__} failed: {result.stderr.strip()}")

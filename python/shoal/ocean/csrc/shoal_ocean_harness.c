@@ -101,7 +101,7 @@ static void die(const char* what) {
 }
 
 int main(int argc, char** argv) {
-    if (argc < 5) die("usage: harness trace|bench NUM_ENVS STEPS SEED [ACTIONS OUT]");
+    if (argc < 5) die("usage: harness trace NUM_ENVS STEPS SEED ACTIONS OUT [LOG_INTERVAL LOGS] | bench NUM_ENVS STEPS SEED [ACTIONS [FINAL]]");
     const int trace = strcmp(argv[1], "trace") == 0;
     const long num_envs = atol(argv[2]), steps = atol(argv[3]);
     const uint64_t seed = strtoull(argv[4], NULL, 10);
@@ -254,17 +254,33 @@ int main(int argc, char** argv) {
         }
     }
     struct timespec start, end, cpu_start, cpu_end;
-    for (long t = -steps / 10 - 1; t < steps; ++t) { /* a tenth of the steps warm up, untimed */
+#ifdef SHOAL_OCEAN_HARNESS_SHOAL_RAND
+    /* Each env on its own stream, and shoal's benchmark's steps (20 untimed of rows 0, 1, ..., then
+     * rows 0, 1, ... again): the very trajectories shoal steps, so the loop does the same work. */
+    const long warmup = 20;
+#else
+    const long warmup = steps / 10 + 1; /* a tenth of the steps, untimed */
+#endif
+    for (long t = -warmup; t < steps; ++t) {
         if (t == 0) {
             clock_gettime(CLOCK_MONOTONIC, &start);
             clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu_start);
         }
+#ifdef SHOAL_OCEAN_HARNESS_SHOAL_RAND
+        const long k = (t < 0 ? t + warmup : t) % pool;
+#else
         const long k = ((t % pool) + pool) % pool;
+#endif
         if (HARNESS_FLOAT_ACTIONS)
             memcpy(float_actions, pool_float + k * action_count, sizeof(float) * (size_t)action_count);
         else
             memcpy(int_actions, pool_int + k * action_count, sizeof(int32_t) * (size_t)action_count);
-        for (long i = 0; i < num_envs; ++i) c_step(&envs[i]);
+        for (long i = 0; i < num_envs; ++i) {
+#ifdef SHOAL_OCEAN_HARNESS_SHOAL_RAND
+            shoal_ocean__rand_state = &rand_states[i];
+#endif
+            c_step(&envs[i]);
+        }
     }
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu_end);
     clock_gettime(CLOCK_MONOTONIC, &end);
@@ -272,6 +288,16 @@ int main(int argc, char** argv) {
     const double cpu_seconds =
         (double)(cpu_end.tv_sec - cpu_start.tv_sec) + 1e-9 * (double)(cpu_end.tv_nsec - cpu_start.tv_nsec);
     printf("%.9f %ld %.9f\n", seconds, steps * agents, cpu_seconds);
+    if (argc > 6) { /* FINAL: the last step's observations, rewards and terminals, as trace writes a step */
+        FILE* final = fopen(argv[6], "wb");
+        if (!final) die("cannot open FINAL");
+        if (HARNESS_FLOAT_TERMINALS)
+            for (long a = 0; a < agents; ++a) terminals[a] = float_terminals[a] != 0.0f;
+        fwrite(observations, obs_row, (size_t)agents, final);
+        fwrite(rewards, sizeof(float), (size_t)agents, final);
+        fwrite(terminals, 1, (size_t)agents, final);
+        fclose(final);
+    }
     for (long i = 0; i < num_envs; ++i) {
         harness_closing = &envs[i];
         c_close(&envs[i]);
