@@ -101,7 +101,9 @@ static void die(const char* what) {
 }
 
 int main(int argc, char** argv) {
-    if (argc < 5) die("usage: harness trace NUM_ENVS STEPS SEED ACTIONS OUT [LOG_INTERVAL LOGS] | bench NUM_ENVS STEPS SEED [ACTIONS [FINAL]]");
+    if (argc < 5)
+        die("usage: harness trace NUM_ENVS STEPS SEED ACTIONS OUT [LOG_INTERVAL LOGS] | bench NUM_ENVS STEPS SEED "
+            "[ACTIONS [FINAL]]");
     const int trace = strcmp(argv[1], "trace") == 0;
     const long num_envs = atol(argv[2]), steps = atol(argv[3]);
     const uint64_t seed = strtoull(argv[4], NULL, 10);
