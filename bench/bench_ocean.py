@@ -118,12 +118,7 @@ class ShoalCase:
     def run(self):
         vecenv = self.build()
         try:
-            actions = benchmark.random_actions(vecenv)
-            vecenv.async_reset(0)
-            vecenv.recv()
-            for i in range(20):
-                vecenv.send(actions[i % 16])
-                vecenv.recv()
+            actions = benchmark.warm_up(vecenv)
             batches = max(1, self.agent_steps // vecenv.agents_per_batch)
             start, cpu_start = time.perf_counter(), time.thread_time()
             for i in range(batches):

@@ -173,12 +173,7 @@ def test_same_streams_bench_loop_steps_the_trajectories_shoal_benchmarks(env_cla
     cls = env_class(name)
     steps = 37
     with make(cls, backend="Multithreading", num_envs=3, max_num_threads=0) as vecenv:
-        actions = benchmark.random_actions(vecenv)
-        vecenv.async_reset(0)
-        vecenv.recv()
-        for i in range(20):
-            vecenv.send(actions[i % 16])
-            vecenv.recv()
+        actions = benchmark.warm_up(vecenv)  # as bench_ocean's (b): reset(0), 20 steps of the rows in turn
         for i in range(steps):
             vecenv.send(actions[i % 16])
             obs, rewards, terminals = (np.array(x) for x in vecenv.recv()[:3])

@@ -61,17 +61,24 @@ def random_actions(vecenv, batches: int = 16, seed: int = 0) -> list:
     return [rng.uniform(space.low, space.high, (n, *space.shape)).astype(np.float32) for _ in range(batches)]
 
 
+def warm_up(vecenv, warmup_steps: int = 20) -> list:
+    """What every timed loop here does first: reset with seed 0 and step the rows of random_actions(vecenv)
+    in turn ``warmup_steps`` times; returns the rows, which the timed steps then take from row 0 again."""
+    actions = random_actions(vecenv)
+    vecenv.async_reset(0)
+    vecenv.recv()
+    for i in range(warmup_steps):
+        vecenv.send(actions[i % len(actions)])
+        vecenv.recv()
+    return actions
+
+
 def time_vecenv(
     vecenv, agent_steps: int, warmup_steps: int = 20, pause_us: float = 0.0, exclude_pause: bool = False
 ) -> float:
     """Agent steps per second of send/recv (async API when the backend batches). With ``pause_us``,
     a busy wait stands in for a policy between steps; ``exclude_pause`` leaves it out of the time."""
-    actions = random_actions(vecenv)
-    vecenv.async_reset(0)
-    vecenv.recv()
-    for i in range(warmup_steps):
-        vecenv.send(actions[i % 16])
-        vecenv.recv()
+    actions = warm_up(vecenv, warmup_steps)
     batches = max(1, agent_steps // vecenv.agents_per_batch)
     paused = 0.0
     start = time.perf_counter()

@@ -257,8 +257,8 @@ int main(int argc, char** argv) {
     }
     struct timespec start, end, cpu_start, cpu_end;
 #ifdef SHOAL_OCEAN_HARNESS_SHOAL_RAND
-    /* Each env on its own stream, and shoal's benchmark's steps (20 untimed of rows 0, 1, ..., then
-     * rows 0, 1, ... again): the very trajectories shoal steps, so the loop does the same work. */
+    /* Each env on its own stream, and shoal's benchmark's steps (shoal.benchmark.warm_up: 20 untimed of rows 0, 1, ...,
+     * then rows 0, 1, ... again): the very trajectories shoal steps, so the loop does the same work. */
     const long warmup = 20;
 #else
     const long warmup = steps / 10 + 1; /* a tenth of the steps, untimed */
