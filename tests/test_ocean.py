@@ -179,6 +179,8 @@ def test_same_streams_bench_loop_steps_the_trajectories_shoal_benchmarks(env_cla
             obs, rewards, terminals = (np.array(x) for x in vecenv.recv()[:3])
     final = tmp_path / "final.bin"
     harness.bench(cls, 3, steps, tmp_path, actions=np.stack(actions), shoal_rand=True, final=final)
+    with pytest.raises(OceanError, match="needs the actions"):
+        harness.bench(cls, 3, steps, tmp_path, shoal_rand=True, final=final)
     raw = np.fromfile(final, dtype=np.uint8)
     expected = np.concatenate([obs.view(np.uint8).ravel(), rewards.view(np.uint8), terminals.astype(np.uint8)])
     np.testing.assert_array_equal(raw, expected, err_msg=f"{name}: the loop ended elsewhere")

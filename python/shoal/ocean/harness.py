@@ -89,6 +89,8 @@ def bench(
     trajectories shoal steps with the same ``actions`` and ``seed`` (the same work, where an env's
     work depends on its random draws). ``final``: a file that gets the last step's observations,
     rewards and terminals (as ``trace`` lays out a step; needs ``actions``)."""
+    if final is not None and actions is None:
+        raise OceanError("harness.bench: final (the last step's file) needs the actions it steps")
     program = _program(env_class, workdir, shoal_rand=shoal_rand)
     command = [str(program), "bench", str(num_envs), str(steps), str(seed)]
     if actions is not None:
