@@ -9,6 +9,7 @@ import numpy as np
 import psutil
 import pytest
 
+from shoal import _native
 from shoal.envs import BUNDLED, CartPole, Deep
 from shoal.errors import APIUsageError
 from shoal.vector import make
@@ -91,6 +92,38 @@ def test_per_env_trajectories_match_serial(reference, num_buffers, threads, time
             vecenv.send(actions[t][sl])
             steps_done[k] += 1
         assert ended > 0, "the rollout must cross episode boundaries"
+
+
+@pytest.mark.parametrize("threads", [0, 2])
+def test_chunks_the_caller_helps_with_keep_serial_trajectories(reference, threads, time_limit):
+    """help() (the caller stepping a chunk of the buffer in flight while it waits for a GPU) changes
+    who steps an env, never what it steps."""
+    time_limit(120)
+    name, agents, actions, history = reference
+    rows = NUM_ENVS // 2 * agents
+    helped = 0
+    with make(
+        BUNDLED[name],
+        backend="Multithreading",
+        num_envs=NUM_ENVS,
+        batch_size=NUM_ENVS // 2,
+        seed=4,
+        max_num_threads=threads,
+        env_kwargs=KWARGS.get(name, {}),
+    ) as vecenv:
+        vecenv.async_reset()
+        assert not vecenv.help()  # nothing in flight after a reset: nothing to step
+        for i in range(ROUNDS * 2):
+            obs = vecenv.recv()[0]
+            k, t = i % 2, i // 2
+            np.testing.assert_array_equal(obs, history[t]["obs"][k * rows : (k + 1) * rows], err_msg=f"step {t}")
+            while vecenv.help():  # the other buffer, submitted last round, may still be stepping
+                helped += 1
+            vecenv.send(actions[t][k * rows : (k + 1) * rows])
+            if i % 3 == 0:
+                while vecenv.help():  # this buffer, just submitted
+                    helped += 1
+    assert helped > 0
 
 
 def test_send_returns_while_the_driver_steps_and_the_gil_is_free(time_limit):
@@ -217,17 +250,21 @@ def test_thread_count_change_drains_first():
         assert vecenv.max_num_threads == thread_counts[45 // 10 % 4]
 
 
-def test_pipelined_pool_leaves_a_cpu_to_the_caller():
-    """Pipelined, the Python caller is busy too (policy, or stepping while it waits): the pool lets
-    at most allowed CPUs - 2 workers spin, against allowed CPUs - 1 in the synchronous mode."""
+def test_pipelined_pool_lets_every_thread_it_has_step():
+    """Pipelined, the vector's caller steps envs whenever it waits (for its buffer, or for a GPU), so
+    it is a participant rather than a competitor: the pool lets allowed CPUs - 1 workers spin, as in
+    the synchronous mode (the driver has the last CPU), and the default thread count leaves the
+    caller its core."""
     cpus = len(os.sched_getaffinity(0))
     threads = cpus + 1  # the caller (or driver) plus one worker per CPU: the thread count caps nothing
     with (
         make(CartPole, backend="Multithreading", num_envs=64, batch_size=32, max_num_threads=threads) as piped,
         make(CartPole, backend="Multithreading", num_envs=64, max_num_threads=threads) as sync,
+        make(CartPole, backend="Multithreading", num_envs=64, batch_size=32) as default,
     ):
         assert sync.pool_stats()["active_limit"] == cpus - 1
-        assert piped.pool_stats()["active_limit"] == max(0, cpus - 2)
-        piped.schedule = "dynamic"  # new pool options keep the reservation
+        assert piped.pool_stats()["active_limit"] == cpus - 1
+        piped.schedule = "dynamic"  # new pool options keep the limit
         assert piped.schedule == "dynamic"
-        assert piped.pool_stats()["active_limit"] == max(0, cpus - 2)
+        assert piped.pool_stats()["active_limit"] == cpus - 1
+        assert default.max_num_threads == max(1, _native.physical_cores() - 1)

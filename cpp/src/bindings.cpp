@@ -190,6 +190,10 @@ void bind_vector(py::module_& m) {
                 return with_signals([&](auto ask, void* context) { return v.core.wait(b, ask, context); });
             },
             py::arg("buffer"), "Pipelined: waits (GIL released) for a buffer's step; returns episodes ended.")
+        .def(
+            "help", [](V& v) { return v.core.help(); }, released,
+            "Pipelined: steps one chunk of the buffer step in flight on this thread (GIL released); False when "
+            "there was none.")
         .def_property_readonly(
             "num_buffers", [](const V& v) { return v.core.num_buffers(); }, "Buffers the envs form (1: not pipelined).")
         .def("collect_log", &collect_log, py::arg("begin"), py::arg("end"),

@@ -70,6 +70,10 @@ class Vector:
         """
         Raw bytes of env `index`'s struct (tests read and write env state through it).
         """
+    def help(self) -> bool:
+        """
+        Pipelined: steps one chunk of the buffer step in flight on this thread (GIL released); False when there was none.
+        """
     def pool_stats(self) -> dict:
         """
         The worker pool's counters, by name (shoal/pool_stats.hpp).

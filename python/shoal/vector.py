@@ -134,11 +134,20 @@ def make(env_creator_or_creators, env_args=None, env_kwargs=None, backend=Puffer
     ``env_kwargs`` are shared by all envs or lists with one entry per env. ``num_envs`` (>= 1) envs
     are made; env i's first reset draws from ``seed + i``.
 
+    ``device`` (``"cuda"``, ``"cuda:1"``, ``"cpu"`` or a ``torch.device``) returns a
+    :class:`shoal.handoff.TorchVector` around the vector: batches arrive as torch tensors on that
+    device and actions are taken as tensors (the numpy API is unchanged without it; needs torch).
+
     Every other keyword is an option of the chosen backend (the same names as config.ini's [vec]
     keys); a keyword the backend does not take, or a bad value, is an APIUsageError before anything
     is built. The options, from the registry's table (shoal/backends/registry.py):
 
     """
+    device = kwargs.pop("device", None)
+    if device is not None:
+        from .handoff import require_torch
+
+        require_torch()  # before anything is built
     backend_cls = resolve_backend(backend)
     num_envs = check_integer(num_envs, "num_envs", 1)
     seed = check_seed(seed)
@@ -153,8 +162,21 @@ def make(env_creator_or_creators, env_args=None, env_kwargs=None, backend=Puffer
     check_memory(env_creator_or_creators, env_kwargs, backend_cls, num_envs)
     env_creators, env_args, env_kwargs = _per_env_arguments(env_creator_or_creators, env_args, env_kwargs, num_envs)
     if backend_cls is PufferEnv:
-        return _make_pufferenv(env_creators[0], env_args[0], env_kwargs[0], num_envs, seed)
-    return backend_cls(env_creators, env_args, env_kwargs, num_envs, seed=seed, **kwargs)
+        vecenv = _make_pufferenv(env_creators[0], env_args[0], env_kwargs[0], num_envs, seed)
+    else:
+        vecenv = backend_cls(env_creators, env_args, env_kwargs, num_envs, seed=seed, **kwargs)
+    return vecenv if device is None else _on_device(vecenv, device)
+
+
+def _on_device(vecenv, device):
+    """``vecenv`` handing its batches to ``device`` (closed again if the device is refused)."""
+    from .handoff import TorchVector
+
+    try:
+        return TorchVector(vecenv, device)
+    except BaseException:
+        vecenv.close()
+        raise
 
 
 make.__doc__ = make.__doc__.rstrip() + "\n\n" + options_doc() + "\n"

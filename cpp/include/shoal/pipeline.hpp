@@ -151,6 +151,17 @@ public:
         return std::exchange(result.episodes, 0);
     }
 
+    /// Steps one chunk of the job the driver is on, from the back (the caller, while it waits for
+    /// something else: its policy's results on a GPU). False when no job is in flight or none of
+    /// its chunks is left to claim. Same thread as submit().
+    bool help() noexcept {
+        if (epoch_.forked() || lost_at_fork_) return false;
+        const uint32_t job = completed_.word.load(std::memory_order_acquire);
+        if (job == submitted_.word.load(std::memory_order_relaxed)) return false;
+        // The ring slot of a job in flight was written by submit(), on this thread.
+        return step_chunks(ring_[job % num_buffers_], job, true, nullptr, 1) != 0;
+    }
+
     /// Waits for every submitted step (before a reset, a thread-count change or destruction).
     void drain() {
         recover_after_fork();
@@ -261,14 +272,18 @@ private:
         job.num_chunks = uint32_t((envs_per_buffer_ + chunk_envs - 1) / chunk_envs);
     }
 
-    /// Claims and steps chunks of buffer b's job `job` until none is left (driver, workers, caller);
-    /// after a stop request, claims and skips them. The caller passes its poll.
-    void step_chunks(size_t b, uint32_t job_number, bool from_back, StopPoll* poll = nullptr) noexcept {
+    /// Claims and steps chunks of buffer b's job `job` until none is left (driver, workers, caller)
+    /// or `max_chunks` are done; after a stop request, claims and skips them. The caller passes its
+    /// poll. Returns the chunks claimed.
+    size_t step_chunks(size_t b, uint32_t job_number, bool from_back, StopPoll* poll = nullptr,
+                       size_t max_chunks = ~size_t{0}) noexcept {
         Job& job = jobs_[b];
         const size_t first = b * envs_per_buffer_, last = first + envs_per_buffer_;
         const size_t chunk_envs = job.chunk_envs;
-        for (int64_t c; (c = detail::claim(job.unclaimed, job_number, job.num_chunks, from_back,
-                                           detail::FirstTouch::IfOlder)) >= 0;) {
+        size_t claimed = 0;
+        for (int64_t c; claimed < max_chunks && (c = detail::claim(job.unclaimed, job_number, job.num_chunks, from_back,
+                                                                   detail::FirstTouch::IfOlder)) >= 0;) {
+            ++claimed;
             if (!stop_.requested()) {
                 const size_t begin = first + size_t(c) * chunk_envs;
                 const uint64_t ended = vec_.step_range(begin, std::min(last, begin + chunk_envs));
@@ -278,6 +293,7 @@ private:
             job.chunks_done.fetch_add(1, std::memory_order_release);
             if (poll) poll->stop_requested(detail::now_ns());
         }
+        return claimed;
     }
 
     /// Waits for chunks still in progress on other threads (at most one chunk each).

@@ -56,6 +56,11 @@ struct PoolOptions {
     bool pin_threads = false;         ///< pin worker i to the (i+1)-th allowed CPU (mod count); caller untouched
     unsigned max_active_workers = 0;  ///< workers that may spin/await rounds at once; 0 = auto (CPUs - reserved)
     unsigned reserved_cpus = 1;       ///< for auto: CPUs kept for busy threads outside the workers (the caller)
+    /// Whether a worker (or the caller) that finds it was descheduled parks the workers for a
+    /// while. Off where the threads outside the pool alternate between bursts of their own work and
+    /// waiting (a pipeline's caller): being descheduled by such a burst says nothing about the
+    /// next round, and dynamic claiming bounds what a descheduled worker delays to its chunk.
+    bool park_on_contention = true;
 };
 
 /// Persistent threads that run fork-join rounds together with the calling thread.
@@ -145,6 +150,7 @@ public:
         const unsigned old_limit = active_limit();
         options_ = options;
         lobby_.change_limit(old_limit, active_limit());
+        lobby_.set_contention_parking(options_.park_on_contention);
         if (repin) {
             for (unsigned i = 0; i < num_threads_; ++i) apply_affinity(i);
         }
@@ -375,6 +381,7 @@ private:
         cpu_count_ = static_cast<unsigned>(cpus_.size());
         stop_.store(false, std::memory_order_relaxed);
         lobby_.set_tokens(active_limit());
+        lobby_.set_contention_parking(options_.park_on_contention);
         num_threads_ = 0;
         started_.store(0, std::memory_order_relaxed);
         if (num_threads == 0) return;

@@ -169,6 +169,13 @@ public:
         return episodes;
     }
 
+    /// Pipelined: steps one chunk of the buffer step in flight, on the calling thread (the caller
+    /// lending its core while it waits for something else); false when there was none to step.
+    bool help() {
+        Busy busy(*this);
+        return pipeline_ && pipeline_->help();
+    }
+
     /// Stops the step in flight at the next piece or chunk boundary, from any thread (close() from
     /// another thread while one waits in a step); the stepping call then throws, and the vector
     /// refuses steps until reset().
@@ -307,7 +314,8 @@ private:
         options.schedule = schedule;
         options.dynamic_chunk = dynamic_chunk;
         options.pin_threads = pin_threads_;
-        options.reserved_cpus = num_buffers > 1 ? 2 : 1;
+        options.reserved_cpus = 1;
+        options.park_on_contention = num_buffers == 1;
         return options;
     }
 

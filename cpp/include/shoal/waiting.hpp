@@ -190,7 +190,7 @@ public:
     /// descheduled (typically to its own woken workers plus a competing process). Workers then
     /// park as after their own detection, with the caller's backoff level.
     void note_caller_cpu(uint64_t now, uint64_t wall, uint64_t cpu) noexcept {
-        if (wall > cpu + kPreemptNs) {
+        if (wall > cpu + kPreemptNs && contention_parks_.load(std::memory_order_relaxed)) {
             park_all_until_ns_.store(caller_.backoff.raise(now), std::memory_order_relaxed);
         } else {
             caller_.backoff.relax(now);
@@ -234,8 +234,11 @@ public:
 
     void note_contention(Waiter& w, uint64_t now) noexcept {
         detail::bump(w.counters->preemptions);
-        w.waiting.note_contention(now);
+        if (contention_parks_.load(std::memory_order_relaxed)) w.waiting.note_contention(now);
     }
+
+    /// Whether evidence of contention parks workers (PoolOptions::park_on_contention).
+    void set_contention_parking(bool enabled) noexcept { contention_parks_.store(enabled, std::memory_order_relaxed); }
 
 private:
     /// How a spin for the next round ended.
@@ -324,6 +327,7 @@ private:
     alignas(detail::kCacheLine) std::atomic<uint32_t> park_word_{0};
     std::atomic<int> tokens_{0};
     std::atomic<uint64_t> park_all_until_ns_{0};  // set by the caller on its contention evidence
+    std::atomic<bool> contention_parks_{true};
     /// The caller's alone.
     struct alignas(detail::kCacheLine) Caller {
         uint32_t requests_served = 0;

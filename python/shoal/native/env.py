@@ -242,6 +242,11 @@ class NativeEnv(PufferEnv):
             # converts other dtypes, byte orders and layouts, or raises
             self._vec.submit(buffer, self._check_buffer_actions.converted(actions))
 
+    def help(self) -> bool:
+        """Steps one chunk of the buffer step in flight (num_buffers > 1) on the calling thread; False
+        when none was left. For a caller that would otherwise wait idle, for a GPU say."""
+        return self._vec.help()
+
     def wait(self, buffer: int) -> list[dict]:
         """Waits for the step of buffer ``buffer``; returns its infos."""
         return self._logs[buffer].add(self._vec.wait(buffer))

@@ -1,0 +1,274 @@
+"""TorchVector: any shoal vector, with batches handed to a trainer as torch tensors on its device.
+
+On a CUDA device each batch of the host buffers (page-locked: see pinned.py) is copied on a stream of
+shoal's own, ordered before the trainer's work on its current stream by an event: recv() returns
+without waiting for the copy, and the policy's kernels run after it. Actions come back the other way
+into a page-locked host array; send() waits for that copy with an event that sleeps (no core spins
+while the GPU works), then sends the actions on. Nothing is allocated per step: each host batch view
+gets its device tensors once, at first sight.
+
+On the CPU the tensors are the host buffers themselves (``torch.from_numpy``), without a copy.
+
+The values are the numpy path's, bit for bit: only the memory differs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import APIUsageError
+from ..optional import optional_module
+from ..spaces import action_dtype, action_shape
+from .pinned import PinnedRegistry
+
+EXTRA = "torch"  # pip install "shoal[torch]"
+_VIEWS_KEPT = 64  # host batch views remembered by identity (backends reuse a few per vector)
+
+# The vector API attributes a TorchVector passes through unchanged.
+_FORWARDED = (
+    "single_observation_space",
+    "single_action_space",
+    "observation_space",
+    "action_space",
+    "num_envs",
+    "num_agents",
+    "agents_per_batch",
+    "driver_env",
+    "emulated",
+)
+
+
+def require_torch():
+    """The torch module, or an APIUsageError naming the extra that installs it."""
+    torch = optional_module("torch")
+    if torch is None:
+        raise APIUsageError(
+            f'device=... hands batches over as torch tensors and needs PyTorch: pip install "shoal[{EXTRA}]" '
+            "(or any torch build for your accelerator)"
+        )
+    return torch
+
+
+class _HostTensors:
+    """Zero-copy torch views of host arrays (the CPU device)."""
+
+    def __init__(self, torch):
+        self._torch = torch
+
+    def tensor(self, array: np.ndarray):
+        return self._torch.from_numpy(array)
+
+
+class TorchVector:
+    """``vecenv`` (any shoal vector) whose batches arrive as torch tensors on ``device``.
+
+    ``recv()`` returns (observations, rewards, terminals, truncations, infos, agent_ids, masks) with
+    every array a tensor on ``device`` (infos stay a list of dicts); ``send(actions)`` takes a tensor
+    on any device (or a numpy array): int32/int64 for Discrete and MultiDiscrete spaces, float for Box,
+    of shape (agents_per_batch, *action shape). ``reset``/``step`` are the synchronous pair, as on
+    every vector. ``final_observations`` is the last batch's, on ``device`` (copied when read).
+
+    The call order, the errors and the closing are the wrapped vector's: a TorchVector adds no state
+    of its own beyond its device memory. Use the same pipelining options as for numpy (for example
+    ``num_envs=2 * N, batch_size=N`` with Multithreading: the envs of one batch step while the policy
+    runs on the other, and the policy still sees N rows per call).
+    """
+
+    def __init__(self, vecenv, device):
+        torch = require_torch()
+        self._torch = torch
+        try:
+            self.device = torch.device(device)
+        except (RuntimeError, TypeError) as error:
+            raise APIUsageError(f"device={device!r} is not a torch device: {error}") from None
+        if self.device.type == "cuda":
+            if not torch.cuda.is_available():
+                raise APIUsageError(f"device={device!r}: torch {torch.__version__} sees no CUDA device")
+            if self.device.index is None:
+                self.device = torch.device("cuda", torch.cuda.current_device())
+            # A pipelined vector takes the caller's help while it waits for the GPU.
+            self._copies = _CudaCopies(torch, self.device, getattr(vecenv, "help", None))
+        elif self.device.type == "cpu":
+            self._copies = None
+        else:
+            raise APIUsageError(f"device={device!r}: shoal hands batches to 'cpu' or 'cuda' devices")
+        self.vecenv = vecenv
+        for name in _FORWARDED:
+            setattr(self, name, getattr(vecenv, name))
+        space = vecenv.single_action_space
+        self._action_shape = (vecenv.agents_per_batch, *action_shape(space))
+        self._action_dtype = action_dtype(space)
+        self._views: dict[int, tuple] = {}  # id(host array) -> (host array, tensor)
+        self._host = _HostTensors(torch)
+        self._last_final_observations = None
+
+    # -- the vector API ------------------------------------------------------------------------------
+
+    def async_reset(self, seed: int | None = None) -> None:
+        self._settle()
+        self.vecenv.async_reset(seed)
+
+    def recv(self):
+        observations, rewards, terminals, truncations, infos, agent_ids, masks = self.vecenv.recv()
+        self._last_final_observations = getattr(self.vecenv, "final_observations", None)
+        tensors = self._to_device((observations, rewards, terminals, truncations, agent_ids, masks))
+        return (*tensors[:4], infos, tensors[4], tensors[5])
+
+    def send(self, actions) -> None:
+        host_actions = self._host_actions(actions)
+        self._settle()
+        self.vecenv.send(host_actions)
+
+    def _settle(self) -> None:
+        """Before the envs write their buffers again: the copies out of them are done (at once when
+        the actions came from the device, which orders them after those copies)."""
+        if self._copies is not None:
+            self._copies.settle()
+
+    def reset(self, seed: int | None = None):
+        """Resets every env; returns (observations, infos)."""
+        self.async_reset(seed)
+        observations, _, _, _, infos, _, _ = self.recv()
+        return observations, infos
+
+    def step(self, actions):
+        """send + recv; returns (observations, rewards, terminals, truncations, infos)."""
+        self.send(actions)
+        observations, rewards, terminals, truncations, infos, _, _ = self.recv()
+        return observations, rewards, terminals, truncations, infos
+
+    @property
+    def final_observations(self):
+        """The observations that ended each row's episode in the last batch (valid where it ended)."""
+        host = self._last_final_observations
+        if host is None:
+            raise APIUsageError("final_observations: no batch received yet")
+        return self._to_device((host,))[0]
+
+    @property
+    def closed(self) -> bool:
+        return self.vecenv.closed
+
+    def close(self) -> None:
+        """Finishes the copies in flight, unlocks the host pages, then closes the vector."""
+        try:
+            if self._copies is not None:
+                self._copies.release()
+        finally:
+            self.vecenv.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def __getattr__(self, name: str):
+        # Backend extras (pool_stats, max_num_threads, ...) are the wrapped vector's.
+        if name == "vecenv":
+            raise AttributeError(name)
+        return getattr(self.vecenv, name)
+
+    # -- the hand-off ----------------------------------------------------------------------------
+
+    def _view(self, array: np.ndarray):
+        """(host array, its host tensor, device tensor or None), made once per host array."""
+        entry = self._views.get(id(array))
+        if entry is not None and entry[0] is array:
+            return entry
+        if len(self._views) >= _VIEWS_KEPT:
+            self._views.clear()
+        host = self._host.tensor(array)
+        device = self._copies.prepare(array, host) if self._copies is not None else None
+        entry = (array, host, device)
+        self._views[id(array)] = entry
+        return entry
+
+    def _to_device(self, arrays: tuple) -> tuple:
+        views = [self._view(array) for array in arrays]
+        if self._copies is None:
+            return tuple(host for _, host, _ in views)
+        return self._copies.to_device(views)
+
+    def _host_actions(self, actions):
+        torch = self._torch
+        if not isinstance(actions, torch.Tensor):
+            return actions  # numpy (or a list): the wrapped vector checks and converts it
+        if tuple(actions.shape) != self._action_shape:
+            raise APIUsageError(
+                f"actions of shape {tuple(actions.shape)}; this vector takes {self._action_shape} "
+                f"(agents_per_batch={self.agents_per_batch} rows of {self.single_action_space})"
+            )
+        if actions.device.type == "cpu":
+            return actions.detach().numpy()
+        if self._copies is None or actions.device != self.device:
+            raise APIUsageError(f"actions on {actions.device}; this vector hands batches to {self.device}")
+        return self._copies.to_host(actions.detach(), self._action_dtype)
+
+
+class _CudaCopies:
+    """The CUDA side: one stream of shoal's, events ordering it with the trainer's stream, page-locked hosts."""
+
+    def __init__(self, torch, device, help_envs=None):
+        self._torch = torch
+        self.device = device
+        self.help_envs = help_envs  # steps a chunk of envs on this thread; False when none is left
+        with torch.cuda.device(device):
+            self.stream = torch.cuda.Stream(device)
+            self._copied = torch.cuda.Event()
+            self._actions_copied = torch.cuda.Event()
+        self._pinned = PinnedRegistry(torch.cuda.cudart(), lambda: torch.cuda.synchronize(device))
+        self._actions = {}  # (dtype, shape) -> (device staging tensor, page-locked host tensor, its numpy view)
+
+    def prepare(self, array: np.ndarray, host):
+        """The device tensor a host array is copied into (its pages locked first)."""
+        self._pinned.pin(array)
+        return self._torch.empty(host.shape, dtype=host.dtype, device=self.device)
+
+    def to_device(self, views: list) -> tuple:
+        torch = self._torch
+        trainer = torch.cuda.current_stream(self.device)
+        # After the trainer's work queued so far: it may still read the previous batch of these tensors.
+        self.stream.wait_stream(trainer)
+        with torch.cuda.stream(self.stream):
+            for _, host, device in views:
+                device.copy_(host, non_blocking=True)
+            self._copied.record(self.stream)
+        trainer.wait_event(self._copied)
+        return tuple(device for _, _, device in views)
+
+    def to_host(self, actions, dtype: np.dtype) -> np.ndarray:
+        """``actions`` (on the device) in a page-locked host array, once the copy is done. Floating
+        actions of a Box space are converted to float32 on the device (as numpy rounds them); other
+        dtypes travel as they are, so the vector checks their values exactly as it checks numpy's."""
+        torch = self._torch
+        target = torch.float32 if dtype == np.float32 and actions.dtype.is_floating_point else actions.dtype
+        key = (target, tuple(actions.shape))
+        staging = self._actions.get(key)
+        if staging is None:
+            device_actions = torch.empty(actions.shape, dtype=target, device=self.device)
+            host_actions = torch.empty(actions.shape, dtype=target, pin_memory=True)
+            staging = self._actions[key] = (device_actions, host_actions, host_actions.numpy())
+        device_actions, host_actions, host_array = staging
+        if actions.dtype != target or not actions.is_contiguous():
+            device_actions.copy_(actions)  # on the device, in the trainer's stream order
+            actions = device_actions
+        trainer = torch.cuda.current_stream(self.device)
+        self.stream.wait_stream(trainer)
+        with torch.cuda.stream(self.stream):
+            host_actions.copy_(actions, non_blocking=True)
+            self._actions_copied.record(self.stream)
+        # While the GPU finishes the policy, this thread steps envs of the other buffer rather than
+        # wait idle. Once none are left to step, no env wants its core and it waits on the event.
+        if self.help_envs is not None:
+            while not self._actions_copied.query() and self.help_envs():
+                pass
+        self._actions_copied.synchronize()
+        return host_array
+
+    def settle(self) -> None:
+        self._copied.synchronize()
+
+    def release(self) -> None:
+        self.stream.synchronize()
+        self._pinned.release()

@@ -1,0 +1,261 @@
+"""The torch hand-off (make(..., device=...)): the numpy path's values as tensors, nothing allocated per
+step, the wrapped vector's errors and closing. CUDA cases run where a GPU is present (skipped otherwise)."""
+
+from __future__ import annotations
+
+import gc
+import sys
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from shoal.envs import CartPole
+from shoal.errors import APIUsageError
+from shoal.vector import make
+
+from envs_for_tests import make_box_env, make_raise_on_step
+
+torch = pytest.importorskip("torch", reason="the hand-off needs torch: pip install -e '.[full]'")
+
+DEVICES = [
+    "cpu",
+    pytest.param(
+        "cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine")
+    ),
+]
+
+# (backend, creator, make() options): every backend, Multithreading synchronous and pipelined.
+BACKENDS = {
+    "Serial": ("Serial", make_box_env, {"num_envs": 4}),
+    "Multiprocessing": ("Multiprocessing", make_box_env, {"num_envs": 4, "num_workers": 2}),
+    "Multiprocessing-batches": (
+        "Multiprocessing",
+        make_box_env,
+        {"num_envs": 4, "num_workers": 2, "batch_size": 2, "zero_copy": True},
+    ),
+    "Multithreading": ("Multithreading", CartPole, {"num_envs": 16, "max_num_threads": 2}),
+    "Multithreading-pipelined": ("Multithreading", CartPole, {"num_envs": 16, "batch_size": 8, "max_num_threads": 2}),
+    "PufferEnv": ("PufferEnv", CartPole, {"env_kwargs": {"num_envs": 16}}),
+}
+
+
+def actions_for(vecenv, steps: int, seed: int = 3) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    space = vecenv.single_action_space
+    n = vecenv.agents_per_batch
+    if hasattr(space, "n"):
+        return [rng.integers(0, space.n, n).astype(np.int32) for _ in range(steps)]
+    return [rng.uniform(space.low, space.high, (n, *space.shape)).astype(np.float32) for _ in range(steps)]
+
+
+def rollout(vecenv, actions: list, as_tensor=None) -> list[tuple]:
+    """reset, then recv/send over ``actions``: every batch's arrays (and final observations) as numpy."""
+
+    def host(x):
+        return x.cpu().numpy().copy() if hasattr(x, "cpu") else np.array(x)
+
+    vecenv.async_reset(5)
+    batches = []
+    for a in actions:
+        obs, rew, term, trunc, _, ids, masks = vecenv.recv()
+        final = host(vecenv.final_observations)
+        batches.append((host(obs), host(rew), host(term), host(trunc), host(ids), host(masks), final))
+        vecenv.send(as_tensor(a) if as_tensor else a)
+    return batches
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("case", sorted(BACKENDS))
+def test_tensors_hold_the_numpy_path_values(case, device, time_limit):
+    time_limit(120)
+    backend, creator, options = BACKENDS[case]
+    with make(creator, backend=backend, seed=11, **options) as plain:
+        actions = actions_for(plain, 40)
+        expected = rollout(plain, actions)
+    with make(creator, backend=backend, seed=11, device=device, **options) as handed:
+        got = rollout(handed, actions, as_tensor=lambda a: torch.from_numpy(a).to(device))
+        first_obs = handed.recv()[0]
+    assert first_obs.device.type == device
+    assert len(got) == len(expected)
+    for step, (g, e) in enumerate(zip(got, expected)):
+        for name, gv, ev in zip(("obs", "rew", "term", "trunc", "ids", "masks", "final"), g, e):
+            assert gv.dtype == ev.dtype and gv.shape == ev.shape, (step, name)
+            np.testing.assert_array_equal(gv, ev, err_msg=f"{case} step {step}: {name}")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_synchronous_pair_returns_tensors_on_the_device(device):
+    with make(CartPole, backend="Multithreading", num_envs=8, seed=0, device=device) as vecenv:
+        obs, infos = vecenv.reset()
+        assert isinstance(obs, torch.Tensor) and obs.device.type == device and obs.shape == (8, 4)
+        obs, rew, term, trunc, infos = vecenv.step(torch.zeros(8, dtype=torch.int64, device=device))
+        assert rew.dtype == torch.float32 and term.dtype == torch.bool and trunc.dtype == torch.bool
+        assert isinstance(infos, list)
+        assert vecenv.num_envs == 8 and vecenv.agents_per_batch == 8  # the vector API's attributes
+        assert vecenv.max_num_threads >= 1  # a backend's own attributes pass through
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_no_allocation_per_step(device):
+    with make(CartPole, backend="Multithreading", num_envs=64, batch_size=32, seed=0, device=device) as vecenv:
+        vecenv.async_reset()
+        actions = [torch.randint(0, 2, (32,), device=device) for _ in range(2)]
+
+        def loop(steps):
+            for i in range(steps):
+                vecenv.recv()
+                vecenv.send(actions[i % 2])
+
+        loop(50)  # every host view and its device tensors made
+        gc.collect()
+        device_bytes = torch.cuda.memory_allocated() if device == "cuda" else 0
+        tracemalloc.start()
+        # Traced from here, CPython's free lists (up to 2000 tuples of each size, reused rather than
+        # freed) fill once; then a loop allocates nothing that stays.
+        loop(3000)
+        before = tracemalloc.take_snapshot()
+        loop(2000)
+        after = tracemalloc.take_snapshot()
+        tracemalloc.stop()
+        grown = sum(stat.size_diff for stat in after.compare_to(before, "filename") if stat.size_diff > 0)
+        # A per-step allocation that stays (a cache, a list) grows by 2000 x its size; nothing may stay.
+        assert grown < 16_000, [str(s) for s in after.compare_to(before, "lineno")[:5]]
+        if device == "cuda":
+            assert torch.cuda.memory_allocated() == device_bytes
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_env_errors_and_reset_behave_as_on_the_numpy_path(device, time_limit):
+    time_limit(120)
+
+    def outcomes(handed) -> list[str]:
+        """What each call of a fixed sequence did: returned, or raised (type and first line)."""
+        seen = []
+        with make(make_raise_on_step, backend="Multiprocessing", num_envs=2, num_workers=2, seed=0, device=handed) as v:
+            a = np.zeros(2, np.int32)
+            calls = [v.reset] + [lambda: v.step(torch.from_numpy(a).to(device) if handed else a)] * 6
+            calls += [lambda: v.send(a), v.reset, v.reset, lambda: v.step(a)]
+            for call in calls:
+                try:
+                    call()
+                    seen.append("ok")
+                except Exception as error:
+                    seen.append(f"{type(error).__name__}: {str(error).splitlines()[0]}")
+        return seen
+
+    plain, handed = outcomes(None), outcomes(device)
+    assert any("EnvError" in o for o in plain)  # the sequence does meet the env's failure
+    assert handed == plain
+
+
+def test_interrupt_mid_step_then_refusal_until_reset(monkeypatch):
+    calls = {"n": 0}
+    with make(CartPole, backend="Multithreading", num_envs=8, seed=0, device="cpu") as vecenv:
+        vecenv.reset()
+        inner_send = vecenv.vecenv.send
+
+        def interrupted_send(actions):
+            calls["n"] += 1
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(vecenv.vecenv, "send", interrupted_send)
+        with pytest.raises(KeyboardInterrupt):
+            vecenv.step(torch.zeros(8, dtype=torch.int32))
+        monkeypatch.setattr(vecenv.vecenv, "send", inner_send)
+        obs, _ = vecenv.reset()  # the vector is usable again after reset, as on the numpy path
+        assert obs.shape == (8, 4) and calls["n"] == 1
+
+
+def test_closing_mid_flight_closes_the_vector():
+    vecenv = make(CartPole, backend="Multithreading", num_envs=64, batch_size=32, seed=0, device="cpu")
+    vecenv.async_reset()
+    vecenv.recv()
+    vecenv.send(torch.zeros(32, dtype=torch.int32))  # a buffer steps in the background
+    vecenv.close()
+    assert vecenv.closed and vecenv.vecenv.closed
+    with pytest.raises(APIUsageError, match="closed"):
+        vecenv.recv()
+    vecenv.close()  # idempotent
+
+
+def test_actions_of_the_wrong_shape_are_refused_with_the_shapes():
+    with make(CartPole, backend="Multithreading", num_envs=8, seed=0, device="cpu") as vecenv:
+        vecenv.reset()
+        with pytest.raises(APIUsageError, match=r"shape \(8, 1\).*\(8,\)"):
+            vecenv.step(torch.zeros((8, 1), dtype=torch.int32))
+        obs, *_ = vecenv.step(torch.zeros(8, dtype=torch.int32))  # nothing was sent: the vector goes on
+        assert obs.shape == (8, 4)
+
+
+def test_out_of_range_tensor_actions_get_the_numpy_error():
+    with make(CartPole, backend="Multithreading", num_envs=4, seed=0, device="cpu") as vecenv:
+        vecenv.reset()
+        with pytest.raises(APIUsageError, match="out"):
+            vecenv.step(torch.tensor([0, 1, 2**33, 0], dtype=torch.int64))
+
+
+@pytest.mark.parametrize("device", ["tpu", "cuda:banana", 3.5])
+def test_a_device_torch_cannot_use_is_refused_and_nothing_leaks(device):
+    import psutil
+
+    before = psutil.Process().num_threads()
+    with pytest.raises(APIUsageError, match="device"):
+        make(CartPole, backend="Multithreading", num_envs=8, max_num_threads=2, device=device)
+    gc.collect()
+    assert psutil.Process().num_threads() <= before
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error of a machine without CUDA")
+def test_cuda_without_a_gpu_is_refused():
+    with pytest.raises(APIUsageError, match="no CUDA device"):
+        make(CartPole, backend="Serial", num_envs=2, device="cuda")
+
+
+def test_without_torch_the_error_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch now fails as if not installed
+    with pytest.raises(APIUsageError, match=r"shoal\[torch\]"):
+        make(CartPole, backend="Multithreading", num_envs=4, device="cpu")
+
+
+class FakeCudart:
+    """cudaHostRegister/Unregister's bookkeeping, as CUDA refuses overlapping registrations."""
+
+    def __init__(self):
+        self.registered: dict[int, int] = {}
+        self.idle_calls = 0
+
+    def cudaHostRegister(self, ptr, size, flags):
+        if any(p < ptr + size and ptr < p + s for p, s in self.registered.items()):
+            return 712
+        self.registered[ptr] = size
+        return 0
+
+    def cudaHostUnregister(self, ptr):
+        del self.registered[ptr]
+        return 0
+
+
+def test_views_of_one_allocation_share_one_registration():
+    from shoal.handoff.pinned import PAGE, PinnedRegistry
+
+    cudart = FakeCudart()
+    registry = PinnedRegistry(cudart, lambda: setattr(cudart, "idle_calls", cudart.idle_calls + 1))
+    block = np.zeros(10 * PAGE + 100, np.uint8)
+    halves = block[: len(block) // 2], block[len(block) // 2 :]  # two batches whose boundary splits a page
+    for half in halves:
+        registry.pin(half)
+    # One registration covers every page of the allocation, so a copy of either half lies inside it.
+    assert len(cudart.registered) == 1
+    (ptr, size), start = next(iter(cudart.registered.items())), block.ctypes.data
+    assert ptr <= start and start + block.nbytes <= ptr + size
+    small = [np.zeros(8, np.float32) for _ in range(50)]  # small arrays of one heap page or a few
+    for array in small:
+        registry.pin(array)
+    for array in (*small, *halves):
+        a = array.ctypes.data
+        assert any(p <= a and a + array.nbytes <= p + s for p, s in cudart.registered.items())
+    spans = sorted(cudart.registered.items())
+    assert all(p1 + s1 <= p2 for (p1, s1), (p2, _) in zip(spans, spans[1:]))  # disjoint, as CUDA needs
+    registry.release()
+    assert cudart.registered == {}
