@@ -1,11 +1,12 @@
 """TorchVector: any shoal vector, with batches handed to a trainer as torch tensors on its device.
 
 On a CUDA device each batch of the host buffers (page-locked: see pinned.py) is copied on a stream of
-shoal's own, ordered before the trainer's work on its current stream by an event: recv() returns
-without waiting for the copy, and the policy's kernels run after it. Actions come back the other way
-into a page-locked host array; send() waits for that copy with an event that sleeps (no core spins
-while the GPU works), then sends the actions on. Nothing is allocated per step: each host batch view
-gets its device tensors once, at first sight.
+shoal's own, ordered after the trainer's queued work and before its next work by events: recv()
+returns without waiting for the copy, and the policy's kernels run after it. Actions come back the
+other way into a page-locked host array; while that copy waits for the policy, send() steps envs of
+the buffer in flight on the caller's thread (a pipelined Multithreading vector), so the caller's core
+works for the envs instead of spinning; then it sends the actions on. Nothing is allocated per step:
+each batch view of the host buffers gets its device tensors once, at first sight.
 
 On the CPU the tensors are the host buffers themselves (``torch.from_numpy``), without a copy.
 
@@ -49,14 +50,50 @@ def require_torch():
     return torch
 
 
-class _HostTensors:
-    """Zero-copy torch views of host arrays (the CPU device)."""
+class _Batch:
+    """The tensors of one batch view of a vector's buffers (observations, rewards, terminals,
+    truncations, agent ids, masks): zero-copy host tensors and, for a GPU, their device tensors.
 
-    def __init__(self, torch):
-        self._torch = torch
+    On a GPU the per-row columns (rewards, terminals, truncations, masks: 7 bytes a row) travel in one
+    copy: gathered on the host into one page-locked staging array, split on the device by views."""
 
-    def tensor(self, array: np.ndarray):
-        return self._torch.from_numpy(array)
+    def __init__(self, torch, arrays: tuple, copies=None):
+        self.arrays = arrays  # kept: the identity check in recv() relies on these staying alive
+        self.hosts = tuple(torch.from_numpy(a) for a in arrays)
+        if copies is None:
+            return
+        observations, rewards, terminals, truncations, agent_ids, masks = arrays
+        copies.pin(observations)
+        copies.pin(agent_ids)
+        rows = len(rewards)
+        self.device_observations = torch.empty(self.hosts[0].shape, dtype=self.hosts[0].dtype, device=copies.device)
+        self.device_agent_ids = torch.empty(self.hosts[4].shape, dtype=self.hosts[4].dtype, device=copies.device)
+        self.stage = torch.empty(7 * rows, dtype=torch.uint8, pin_memory=True)
+        stage = self.stage.numpy()
+        self.stage_columns = (
+            (stage[: 4 * rows].view(np.float32), rewards),
+            (stage[4 * rows : 5 * rows].view(np.bool_), terminals),
+            (stage[5 * rows : 6 * rows].view(np.bool_), truncations),
+            (stage[6 * rows :].view(np.bool_), masks),
+        )
+        self.device_stage = torch.empty(7 * rows, dtype=torch.uint8, device=copies.device)
+        d = self.device_stage
+        self.device_tensors = (
+            self.device_observations,
+            d[: 4 * rows].view(torch.float32),
+            d[4 * rows : 5 * rows].view(torch.bool),
+            d[5 * rows : 6 * rows].view(torch.bool),
+            self.device_agent_ids,
+            d[6 * rows :].view(torch.bool),
+        )
+
+    def tensors(self) -> tuple:
+        return self.hosts
+
+    def gather(self) -> None:
+        """The per-row columns into the staging array (before its copy to the device)."""
+        for staged, column in self.stage_columns:
+            np.copyto(staged, column)
 
 
 class TorchVector:
@@ -98,8 +135,7 @@ class TorchVector:
         space = vecenv.single_action_space
         self._action_shape = (vecenv.agents_per_batch, *action_shape(space))
         self._action_dtype = action_dtype(space)
-        self._views: dict[int, tuple] = {}  # id(host array) -> (host array, tensor)
-        self._host = _HostTensors(torch)
+        self._batches: dict[int, _Batch] = {}  # id(host observations) -> the batch's tensors
         self._last_final_observations = None
 
     # -- the vector API ------------------------------------------------------------------------------
@@ -111,7 +147,11 @@ class TorchVector:
     def recv(self):
         observations, rewards, terminals, truncations, infos, agent_ids, masks = self.vecenv.recv()
         self._last_final_observations = getattr(self.vecenv, "final_observations", None)
-        tensors = self._to_device((observations, rewards, terminals, truncations, agent_ids, masks))
+        arrays = (observations, rewards, terminals, truncations, agent_ids, masks)
+        batch = self._batches.get(id(observations))
+        if batch is None or any(a is not b for a, b in zip(arrays, batch.arrays)):
+            batch = self._new_batch(arrays)
+        tensors = batch.tensors() if self._copies is None else self._copies.to_device(batch)
         return (*tensors[:4], infos, tensors[4], tensors[5])
 
     def send(self, actions) -> None:
@@ -171,24 +211,18 @@ class TorchVector:
 
     # -- the hand-off ----------------------------------------------------------------------------
 
-    def _view(self, array: np.ndarray):
-        """(host array, its host tensor, device tensor or None), made once per host array."""
-        entry = self._views.get(id(array))
-        if entry is not None and entry[0] is array:
-            return entry
-        if len(self._views) >= _VIEWS_KEPT:
-            self._views.clear()
-        host = self._host.tensor(array)
-        device = self._copies.prepare(array, host) if self._copies is not None else None
-        entry = (array, host, device)
-        self._views[id(array)] = entry
-        return entry
+    def _new_batch(self, arrays: tuple):
+        """The tensors of a batch of host arrays, made once per batch view the backend hands out."""
+        if len(self._batches) >= _VIEWS_KEPT:
+            self._batches.clear()
+        batch = _Batch(self._torch, arrays, self._copies)
+        self._batches[id(arrays[0])] = batch
+        return batch
 
     def _to_device(self, arrays: tuple) -> tuple:
-        views = [self._view(array) for array in arrays]
-        if self._copies is None:
-            return tuple(host for _, host, _ in views)
-        return self._copies.to_device(views)
+        """A one-off copy (final observations): on the CPU, views; on a GPU, fresh device tensors."""
+        hosts = tuple(self._torch.from_numpy(np.ascontiguousarray(a)) for a in arrays)
+        return hosts if self._copies is None else self._copies.copy_once(hosts)
 
     def _host_actions(self, actions):
         torch = self._torch
@@ -216,26 +250,37 @@ class _CudaCopies:
         with torch.cuda.device(device):
             self.stream = torch.cuda.Stream(device)
             self._copied = torch.cuda.Event()
+            self._trainer_mark = torch.cuda.Event()
             self._actions_copied = torch.cuda.Event()
         self._pinned = PinnedRegistry(torch.cuda.cudart(), lambda: torch.cuda.synchronize(device))
         self._actions = {}  # (dtype, shape) -> (device staging tensor, page-locked host tensor, its numpy view)
 
-    def prepare(self, array: np.ndarray, host):
-        """The device tensor a host array is copied into (its pages locked first)."""
+    def pin(self, array: np.ndarray) -> None:
         self._pinned.pin(array)
-        return self._torch.empty(host.shape, dtype=host.dtype, device=self.device)
 
-    def to_device(self, views: list) -> tuple:
-        torch = self._torch
-        trainer = torch.cuda.current_stream(self.device)
+    def _after_trainer(self):
+        """Orders shoal's stream after the work queued on the trainer's current stream; returns that stream."""
+        trainer = self._torch.cuda.current_stream(self.device)
+        self._trainer_mark.record(trainer)
+        self.stream.wait_event(self._trainer_mark)
+        return trainer
+
+    def to_device(self, batch) -> tuple:
+        batch.gather()
         # After the trainer's work queued so far: it may still read the previous batch of these tensors.
-        self.stream.wait_stream(trainer)
-        with torch.cuda.stream(self.stream):
-            for _, host, device in views:
-                device.copy_(host, non_blocking=True)
+        trainer = self._after_trainer()
+        hosts = batch.hosts
+        with self._torch.cuda.stream(self.stream):
+            batch.device_observations.copy_(hosts[0], non_blocking=True)
+            batch.device_stage.copy_(batch.stage, non_blocking=True)
+            batch.device_agent_ids.copy_(hosts[4], non_blocking=True)
             self._copied.record(self.stream)
         trainer.wait_event(self._copied)
-        return tuple(device for _, _, device in views)
+        return batch.device_tensors
+
+    def copy_once(self, hosts: tuple) -> tuple:
+        """Fresh device copies of ``hosts`` (pageable: a rare read, such as final observations)."""
+        return tuple(host.to(self.device) for host in hosts)
 
     def to_host(self, actions, dtype: np.dtype) -> np.ndarray:
         """``actions`` (on the device) in a page-locked host array, once the copy is done. Floating
@@ -253,8 +298,7 @@ class _CudaCopies:
         if actions.dtype != target or not actions.is_contiguous():
             device_actions.copy_(actions)  # on the device, in the trainer's stream order
             actions = device_actions
-        trainer = torch.cuda.current_stream(self.device)
-        self.stream.wait_stream(trainer)
+        self._after_trainer()
         with torch.cuda.stream(self.stream):
             host_actions.copy_(actions, non_blocking=True)
             self._actions_copied.record(self.stream)
