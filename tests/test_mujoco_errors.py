@@ -78,6 +78,7 @@ def test_a_user_model_sets_the_spaces(tmp_path):
     path.write_text(narrowed)
     cls = shoal.mujoco.env_class("HalfCheetah-v5", xml_file=str(path), exclude_current_positions_from_observation=False)
     with cls(num_envs=2) as env:
+        env.set_box_actions("strict")
         assert env.single_observation_space.shape == (18,)
         np.testing.assert_array_equal(env.single_action_space.low, [-0.5, -1, -1, -1, -1, -1])
         np.testing.assert_array_equal(env.single_action_space.high, [2, 1, 1, 1, 1, 1])
@@ -86,7 +87,7 @@ def test_a_user_model_sets_the_spaces(tmp_path):
         actions[:, 0] = 1.5  # valid in dimension 0 only: beyond the range every dimension shares
         env.step(actions)
         actions[:, 1] = 1.5
-        with pytest.raises(APIUsageError):
+        with pytest.raises(APIUsageError, match=r"action 1.5 at row 0, dimension 1 is outside \[-1, 1\]"):
             env.step(actions)
 
 
