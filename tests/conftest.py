@@ -69,7 +69,7 @@ def tier_of(nodeid: str) -> tuple[str, str]:
 # Under pytest-xdist with `--dist loadgroup` (CI's integration tier), the tests of one group run on one
 # worker, one after another: each file is its own group, so its module fixtures (CMake builds, clusters)
 # are made once; the files that start Ray instances share one group, so no two instances run at once.
-RAY_FILES = ("test_ray.py", "test_worker_fault_modes.py")
+RAY_FILES = ("test_ray.py", "test_worker_fault_modes.py", "test_mujoco_actions.py")
 
 
 def xdist_group_of(nodeid: str) -> str:

@@ -45,7 +45,7 @@ dtypes = st.sampled_from(
 )
 
 
-def is_valid(space, rows, array) -> bool:
+def is_valid(space, rows, array, box_actions="strict") -> bool:
     expected_shape = (rows, *(() if isinstance(space, spaces.Discrete) else space.shape))
     if array.shape != expected_shape:
         return False
@@ -53,6 +53,11 @@ def is_valid(space, rows, array) -> bool:
         if array.dtype.kind not in "fiu":
             return False
         values = array.astype(np.float64)
+        if box_actions == "clip":
+            values = np.clip(values, space.low, space.high)
+        if box_actions != "strict":
+            # any value goes to the env, but one the float32 buffer cannot hold finitely
+            return not np.any(np.isfinite(values) & (np.abs(values) > np.finfo(np.float32).max))
         return bool(np.all(values >= space.low) and np.all(values <= space.high))
     if array.dtype.kind not in "iu":
         return False
@@ -74,12 +79,14 @@ def action_cases(draw):
 
 
 @FUZZ
-@given(action_cases())
-def test_actions_rejected_iff_invalid(case):
+@given(action_cases(), st.sampled_from(["pass", "clip", "strict"]))
+def test_actions_rejected_iff_invalid(case, box_actions):
     space, rows, array = case
-    check = ActionChecker(space, rows)
-    valid = is_valid(space, rows, array)
-    if valid:
+    check = ActionChecker(space, rows, box_actions)
+    valid = is_valid(space, rows, array, box_actions)
+    if valid and box_actions == "clip" and isinstance(space, spaces.Box):
+        np.testing.assert_array_equal(check(array), np.clip(array, space.low.astype(np.float64), space.high))
+    elif valid:
         assert check(array) is array
     else:
         with pytest.raises(APIUsageError):

@@ -78,6 +78,7 @@ def test_a_user_model_sets_the_spaces(tmp_path):
     path.write_text(narrowed)
     cls = shoal.mujoco.env_class("HalfCheetah-v5", xml_file=str(path), exclude_current_positions_from_observation=False)
     with cls(num_envs=2) as env:
+        env.set_box_actions("strict")
         assert env.single_observation_space.shape == (18,)
         np.testing.assert_array_equal(env.single_action_space.low, [-0.5, -1, -1, -1, -1, -1])
         np.testing.assert_array_equal(env.single_action_space.high, [2, 1, 1, 1, 1, 1])
@@ -86,13 +87,14 @@ def test_a_user_model_sets_the_spaces(tmp_path):
         actions[:, 0] = 1.5  # valid in dimension 0 only: beyond the range every dimension shares
         env.step(actions)
         actions[:, 1] = 1.5
-        with pytest.raises(APIUsageError):
+        with pytest.raises(APIUsageError, match=r"action 1.5 at row 0, dimension 1 is outside \[-1, 1\]"):
             env.step(actions)
 
 
-def test_an_unstable_env_raises_env_error_naming_it():
-    """Reset noise of 1e8 in env 1 alone: MuJoCo's bad-acceleration warning there is an EnvError for env 1."""
-    cls = shoal.mujoco.env_class("HalfCheetah-v5")
+def test_an_unstable_env_raises_env_error_naming_it_under_on_instability_raise():
+    """Reset noise of 1e8 in env 1 alone: MuJoCo's bad-acceleration warning there is an EnvError for env 1
+    (by default MuJoCo's reset lets it run on, as Gymnasium's: tests/test_mujoco_actions.py)."""
+    cls = shoal.mujoco.env_class("HalfCheetah-v5", on_instability="raise")
     with cls(num_envs=3, env_params=[{}, {"reset_noise_scale": 1e8}, {}]) as env:
         env.reset()
         with pytest.raises(EnvError, match=r"^env 1 \(HalfCheetah-v5\): MuJoCo: the simulation is unstable"):

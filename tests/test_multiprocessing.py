@@ -491,13 +491,21 @@ def test_bad_actions_on_a_later_send(batch_size):
         vecenv.recv()
 
 
-def test_bad_box_actions():
-    with make(make_walk, env_kwargs={"action": "box"}, backend=MP, num_envs=2, num_workers=2, overwork=True) as vecenv:
+def test_bad_box_actions_under_strict():
+    with make(
+        make_walk,
+        env_kwargs={"action": "box"},
+        backend=MP,
+        num_envs=2,
+        num_workers=2,
+        overwork=True,
+        box_actions="strict",
+    ) as vecenv:
         vecenv.reset()
         vecenv.step(np.zeros((2, 2), dtype=np.float32))
-        with pytest.raises(APIUsageError, match="outside"):
+        with pytest.raises(APIUsageError, match="action 2.0 at row 0, dimension 0 is outside"):
             vecenv.send(np.full((2, 2), 2.0, dtype=np.float32))
-        with pytest.raises(APIUsageError, match="outside"):
+        with pytest.raises(APIUsageError, match="action nan at row 0, dimension 0 is outside"):
             vecenv.send(np.full((2, 2), np.nan, dtype=np.float32))
         vecenv.step(np.zeros((2, 2), dtype=np.float32))
 

@@ -648,11 +648,14 @@ def test_what_my_init_allocates_goes_with_the_vector(env_class):
 
 
 @pytest.mark.parametrize("threads", [0, 2])
-def test_box_actions_out_of_bounds_never_reach_the_envs(env_class, threads):
-    """drone's actions are Box(-1, 1, (4,), float32): the native check (a vectorised count) lets the
-    bounds themselves through and stops a value past them, or NaN, before any env steps."""
+def test_strict_box_actions_out_of_bounds_never_reach_the_envs(env_class, threads):
+    """drone's actions are Box(-1, 1, (4,), float32): under box_actions="strict" the native check (a
+    vectorised count) lets the bounds themselves through and stops a value past them, or NaN, before
+    any env steps (by default they reach the env: tests/test_ocean_box_actions.py)."""
     cls = env_class("drone")
-    with make(cls, backend="Multithreading", num_envs=8, max_num_threads=threads, seed=0) as vecenv:
+    with make(
+        cls, backend="Multithreading", num_envs=8, max_num_threads=threads, seed=0, box_actions="strict"
+    ) as vecenv:
         vecenv.reset(0)
         edges = np.tile(np.array([-1.0, 1.0, 0.0, -1.0], dtype=np.float32), (8, 1))
         vecenv.step(edges)
@@ -660,6 +663,6 @@ def test_box_actions_out_of_bounds_never_reach_the_envs(env_class, threads):
             actions = edges.copy()
             actions[5, 2] = bad
             before = vecenv.buf.observations.copy()
-            with pytest.raises(APIUsageError, match="outside|out of range|finite|NaN"):
+            with pytest.raises(APIUsageError, match=rf"action {bad} at row 5, dimension 2 is outside \[-1, 1\]"):
                 vecenv.send(actions)
             np.testing.assert_array_equal(vecenv.buf.observations, before)

@@ -50,6 +50,8 @@ BAD_VALUES = [
     ("Multiprocessing", "start_method", "thread", "thread"),
     ("Multiprocessing", "zero_copy", "often", "often"),
     ("Serial", "num_envs", "0", 0),
+    ("Multithreading", "box_actions", "clamp", "clamp"),
+    ("Serial", "box_actions", "Strict", "Strict"),
 ]
 
 

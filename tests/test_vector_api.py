@@ -104,16 +104,19 @@ def test_int64_and_list_actions_are_accepted(vecenv):
     )
 
 
-def test_box_actions_reject_nan_and_out_of_bounds():
+def test_box_actions_pass_by_default_and_strict_rejects_nan_and_out_of_bounds():
     from shoal.spaces import ActionChecker
 
-    check = ActionChecker(spaces.Box(-1, 1, (2,), np.float32), 3)
-    check(np.zeros((3, 2)))
+    strict = ActionChecker(spaces.Box(-1, 1, (2,), np.float32), 3, box_actions="strict")
+    passing = ActionChecker(spaces.Box(-1, 1, (2,), np.float32), 3)
+    strict(np.zeros((3, 2)))
     for bad in (np.full((3, 2), np.nan), np.full((3, 2), 1.5), np.full((3, 2), -np.inf)):
-        with pytest.raises(APIUsageError, match="outside"):
-            check(bad)
-    with pytest.raises(APIUsageError, match="floats"):
-        check(np.zeros((3, 2), dtype=np.complex64))
+        with pytest.raises(APIUsageError, match=r"at row 0, dimension 0 is outside \[-1, 1\]"):
+            strict(bad)
+        np.testing.assert_array_equal(passing(bad), bad)  # Gymnasium's and PufferLib's way: as given
+    for check in (strict, passing):
+        with pytest.raises(APIUsageError, match="floats"):
+            check(np.zeros((3, 2), dtype=np.complex64))
 
 
 def test_multidiscrete_ranges_checked_per_dimension():

@@ -44,8 +44,9 @@ static void shoal_limit_write_params(const shoal_env_spec* spec, unsigned char* 
         } else if (param->type == SHOAL_PARAM_PAIR) {
             const double pair[2] = {param->default_value, param->default_high};
             memcpy(field, pair, sizeof pair);
-        } else {
-            memcpy(field, &xml_file, sizeof xml_file);
+        } else { /* TEXT: the model's path, the other texts' defaults */
+            const char* text = strcmp(param->name, "xml_file") == 0 ? xml_file : param->default_text;
+            memcpy(field, &text, sizeof text);
         }
     }
 }

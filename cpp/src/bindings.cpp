@@ -109,13 +109,15 @@ struct NativeVector {
 NativeVector* make_vector(Spec spec, size_t num_envs, ParamMatrix params, int32_t max_episode_steps,
                           py::array observations, py::array final_observations, py::array actions, py::array rewards,
                           py::array terminals, py::array truncations, py::array masks, unsigned num_threads,
-                          const std::string& schedule, size_t dynamic_chunk, bool pin_threads, size_t num_buffers) {
+                          const std::string& schedule, size_t dynamic_chunk, bool pin_threads, size_t num_buffers,
+                          const std::string& box_actions) {
     shoal::VectorOptions options;
     options.num_threads = num_threads;
     options.schedule = parse_schedule(schedule);
     options.dynamic_chunk = dynamic_chunk;
     options.pin_threads = pin_threads;
     options.num_buffers = num_buffers;
+    options.box_actions = shoal::parse_box_actions(box_actions);
     return new NativeVector(std::move(spec), num_envs, std::move(params), max_episode_steps, observations,
                             final_observations, actions, rewards, terminals, truncations, masks, options);
 }
@@ -157,7 +159,7 @@ void bind_vector(py::module_& m) {
              py::arg("max_episode_steps"), py::arg("observations"), py::arg("final_observations"), py::arg("actions"),
              py::arg("rewards"), py::arg("terminals"), py::arg("truncations"), py::arg("masks"), py::arg("num_threads"),
              py::arg("schedule") = "static", py::arg("dynamic_chunk") = 0, py::arg("pin_threads") = false,
-             py::arg("num_buffers") = 1)
+             py::arg("num_buffers") = 1, py::arg("box_actions") = "pass")
         .def(
             "reset", [](V& v, uint64_t seed) { v.core.reset(seed); }, py::arg("seed"), released,
             "Seeds env i from env_seed(seed, i) and resets every env (GIL released); forgets an interrupted "
@@ -179,11 +181,15 @@ void bind_vector(py::module_& m) {
             },
             py::arg("actions"),
             "Checks and copies int32/float32 actions of the exact layout, then steps; -1/-2 = use the "
-            "Python path (other dtype or layout / a value out of range).")
+            "Python path (other dtype or layout / a value the rule refuses or clips).")
         .def(
-            "submit", [](V& v, size_t b, const py::array& a) { return action_code(v.core.submit(b, action_array(a))); },
-            py::arg("buffer"), py::arg("actions"),
-            "Pipelined: queues a buffer's step and returns at once; -1/-2 = use the Python check.")
+            "submit",
+            [](V& v, size_t b, const py::array& a, bool checked) {
+                return action_code(v.core.submit(b, action_array(a), checked));
+            },
+            py::arg("buffer"), py::arg("actions"), py::arg("checked") = false,
+            "Pipelined: queues a buffer's step and returns at once; -1/-2 = use the Python check. checked: "
+            "the values passed the Python check already (only the layout is checked).")
         .def(
             "wait",
             [](V& v, size_t b) {
@@ -194,6 +200,19 @@ void bind_vector(py::module_& m) {
             "help", [](V& v) { return v.core.help(); }, released,
             "Pipelined: steps one chunk of the buffer step in flight on this thread (GIL released); False when "
             "there was none.")
+        .def_property(
+            "box_actions",
+            [](const V& v) -> std::string {
+                switch (v.core.box_actions()) {
+                    case shoal::BoxActions::Strict: return "strict";
+                    case shoal::BoxActions::Clip: return "clip";
+                    default: return "pass";
+                }
+            },
+            [](V& v, const std::string& name) { v.core.set_box_actions(shoal::parse_box_actions(name)); },
+            "What Box actions outside the bounds do: 'pass' (to the envs as given), 'strict' (refused: "
+            "step_actions and submit answer -2 and the Python check names them) or 'clip' (-2 as well: the "
+            "Python path clips them).")
         .def_property_readonly(
             "num_buffers", [](const V& v) { return v.core.num_buffers(); }, "Buffers the envs form (1: not pipelined).")
         .def("collect_log", &collect_log, py::arg("begin"), py::arg("end"),

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "python_steps.hpp"
+#include "shoal/actions.hpp"
 
 namespace py = pybind11;
 
@@ -324,17 +325,7 @@ private:
 
 template <class Int>
 bool all_below(const void* data, size_t count, uint64_t upper) {
-    const auto* values = static_cast<const Int*>(data);
-    bool outside = false;
-    // Widened with the type's own sign, then compared unsigned: a negative value lands above every
-    // bound whatever its width (int8's -1 read as uint8 would be 255, inside Discrete(1000)).
-    for (size_t i = 0; i < count; ++i) {
-        if constexpr (std::is_signed_v<Int>)
-            outside |= uint64_t(int64_t(values[i])) >= upper;
-        else
-            outside |= uint64_t(values[i]) >= upper;
-    }
-    return !outside;
+    return shoal::ints_below(static_cast<const Int*>(data), count, upper);
 }
 
 /// True if every value of an integer array is in [0, upper); false if one is not, or if the array

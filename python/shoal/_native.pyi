@@ -52,7 +52,7 @@ class Vector:
     """
     Native envs over caller-owned buffers, stepped by a worker pool.
     """
-    def __init__(self, spec: EnvSpec, num_envs: typing.SupportsInt | typing.SupportsIndex, params: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], max_episode_steps: typing.SupportsInt | typing.SupportsIndex, observations: numpy.ndarray, final_observations: numpy.ndarray, actions: numpy.ndarray, rewards: numpy.ndarray, terminals: numpy.ndarray, truncations: numpy.ndarray, masks: numpy.ndarray, num_threads: typing.SupportsInt | typing.SupportsIndex, schedule: str = 'static', dynamic_chunk: typing.SupportsInt | typing.SupportsIndex = 0, pin_threads: bool = False, num_buffers: typing.SupportsInt | typing.SupportsIndex = 1) -> None:
+    def __init__(self, spec: EnvSpec, num_envs: typing.SupportsInt | typing.SupportsIndex, params: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], max_episode_steps: typing.SupportsInt | typing.SupportsIndex, observations: numpy.ndarray, final_observations: numpy.ndarray, actions: numpy.ndarray, rewards: numpy.ndarray, terminals: numpy.ndarray, truncations: numpy.ndarray, masks: numpy.ndarray, num_threads: typing.SupportsInt | typing.SupportsIndex, schedule: str = 'static', dynamic_chunk: typing.SupportsInt | typing.SupportsIndex = 0, pin_threads: bool = False, num_buffers: typing.SupportsInt | typing.SupportsIndex = 1, box_actions: str = 'pass') -> None:
         ...
     def abandon(self) -> None:
         """
@@ -96,16 +96,24 @@ class Vector:
         """
     def step_actions(self, actions: numpy.ndarray) -> int:
         """
-        Checks and copies int32/float32 actions of the exact layout, then steps; -1/-2 = use the Python path (other dtype or layout / a value out of range).
+        Checks and copies int32/float32 actions of the exact layout, then steps; -1/-2 = use the Python path (other dtype or layout / a value the rule refuses or clips).
         """
-    def submit(self, buffer: typing.SupportsInt | typing.SupportsIndex, actions: numpy.ndarray) -> int:
+    def submit(self, buffer: typing.SupportsInt | typing.SupportsIndex, actions: numpy.ndarray, checked: bool = False) -> int:
         """
-        Pipelined: queues a buffer's step and returns at once; -1/-2 = use the Python check.
+        Pipelined: queues a buffer's step and returns at once; -1/-2 = use the Python check. checked: the values passed the Python check already (only the layout is checked).
         """
     def wait(self, buffer: typing.SupportsInt | typing.SupportsIndex) -> int:
         """
         Pipelined: waits (GIL released) for a buffer's step; returns episodes ended.
         """
+    @property
+    def box_actions(self) -> str:
+        """
+        What Box actions outside the bounds do: 'pass' (to the envs as given), 'strict' (refused: step_actions and submit answer -2 and the Python check names them) or 'clip' (-2 as well: the Python path clips them).
+        """
+    @box_actions.setter
+    def box_actions(self, arg1: str) -> None:
+        ...
     @property
     def closed(self) -> bool:
         """

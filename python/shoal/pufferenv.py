@@ -66,6 +66,17 @@ class PufferEnv:
         self.infos: list = []
         self._order = CallOrder(type(self).__name__)
 
+    @property
+    def box_actions(self) -> str:
+        """What Box actions outside the bounds do: "pass" (the default), "clip" or "strict" (make()'s option)."""
+        return self._check_actions.box_actions
+
+    def set_box_actions(self, box_actions: str) -> None:
+        """Makes ``send``/``step`` pass ("pass"), clip ("clip") or refuse ("strict") Box actions outside
+        the bounds (make()'s ``box_actions``); an env whose ``step`` checks actions itself uses
+        ``self._check_actions``."""
+        self._check_actions = ActionChecker(self.single_action_space, self.num_agents, box_actions)
+
     # The vector API over this single object (what make(..., backend=PufferEnv) returns).
     @property
     def agents_per_batch(self) -> int:

@@ -48,26 +48,56 @@ def joint_space(space: spaces.Space, n: int) -> spaces.Space:
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 
+#: make()'s box_actions: what Box actions outside the bounds do (pass is Gymnasium's and PufferLib's way)
+BOX_ACTIONS = ("pass", "clip", "strict")
+BOX_REMEDY = (
+    "box_actions='strict' refuses values outside the bounds and NaN; clip them yourself, or make the "
+    "vector with box_actions='clip' (clipped to the bounds) or 'pass' (the default: the env gets them as "
+    "given, as Gymnasium and PufferLib pass them)"
+)
+
+
+def check_box_actions(value) -> str:
+    """make()'s box_actions option: "pass" (default), "clip" or "strict"."""
+    if value not in BOX_ACTIONS:
+        raise APIUsageError(
+            f"box_actions must be one of {BOX_ACTIONS}, got {value!r}: 'pass' gives Box actions to the env "
+            "as they are, 'clip' clips them to the bounds, 'strict' refuses values outside the bounds"
+        )
+    return value
+
+
+def _where(index: tuple, rows_only: bool) -> str:
+    """'row r' or 'row r, dimension d' of an action's index in the batch."""
+    if rows_only or len(index) == 1:
+        return f"row {index[0]}"
+    return f"row {index[0]}, dimension {', '.join(str(i) for i in index[1:])}"
+
 
 class ActionChecker:
     """Validates a batch of actions against one agent's action space, cheaply enough for every send.
 
     The one action rule of every backend: ``check(actions)`` returns an ndarray whose values, as
-    numpy reads them (any byte order, width, sign or strides), are in the space, and the env sees
-    exactly those values once they are written with ``np.copyto(buffer, checked, casting="unsafe")``
-    (int32 for (Multi)Discrete, float32 for Box, rounded to nearest); anything else is an
-    APIUsageError naming the dtype or the values. Integer spaces take every numpy integer dtype,
-    Box every integer and float dtype; bool, complex, object and text dtypes are refused. Native
-    vectors read native-endian, contiguous int32/float32 in place after their own check of the same
-    rule (``shoal::Vector::check_actions`` in vector.hpp); everything else comes here.
+    numpy reads them (any byte order, width, sign or strides), are what the env must see, and the
+    env sees exactly those values once they are written with ``np.copyto(buffer, checked,
+    casting="unsafe")`` (int32 for (Multi)Discrete, float32 for Box, rounded to nearest); anything
+    else is an APIUsageError naming the offending value, its row and the remedy. Integer spaces take
+    every numpy integer dtype and every value in [0, n); Box every integer and float dtype, with
+    ``box_actions`` deciding values outside the bounds: "pass" (the default) gives them to the env as
+    they are, NaN and infinities included, as Gymnasium and PufferLib do; "clip" clips them to the
+    bounds (NaN stays NaN, as np.clip leaves it); "strict" refuses them and NaN. bool, complex,
+    object and text dtypes are refused. Native vectors read native-endian, contiguous int32/float32 in
+    place after their own check of the same rule (``shoal::Vector::check_actions``, with the loops
+    of shoal/actions.hpp); everything else comes here.
     """
 
-    def __init__(self, space: spaces.Space, rows: int):
+    def __init__(self, space: spaces.Space, rows: int, box_actions: str = "pass"):
         check_action_space(space)
         self.space = space
         self.shape = (rows, *action_shape(space))
         self.dtype = action_dtype(space)
         self.scalar_bound = isinstance(space, spaces.Discrete)
+        self.box_actions = check_box_actions(box_actions)
         if isinstance(space, spaces.Discrete):
             self.upper = int(space.n)
         elif isinstance(space, spaces.MultiDiscrete):
@@ -75,11 +105,10 @@ class ActionChecker:
         else:
             self.low = space.low.astype(np.float64)
             self.high = space.high.astype(np.float64)
-            # Only unbounded spaces admit finite values that float32 cannot hold.
-            self.unbounded = not (np.all(np.isfinite(self.low)) and np.all(np.isfinite(self.high)))
 
     def __call__(self, actions) -> np.ndarray:
-        """Returns ``actions`` as an ndarray after checking it; raises APIUsageError naming what is wrong."""
+        """Returns ``actions`` as an ndarray after checking it (clipped in clip mode); raises
+        APIUsageError naming what is wrong."""
         if self.scalar_bound and type(actions) is np.ndarray and actions.shape == self.shape:
             # Discrete's common case in one native pass (numpy's reduction, cold after the envs ran,
             # cost several times as much); anything it cannot confirm takes the full check below.
@@ -89,13 +118,12 @@ class ActionChecker:
         if actions.shape != self.shape:
             raise APIUsageError(
                 f"actions have shape {actions.shape}, expected {self.shape} "
-                f"(agents_per_batch={self.shape[0]}, action space {self.space})"
+                f"(agents_per_batch={self.shape[0]}, action space {self.space}): pass one row per agent"
             )
         if self.dtype.kind == "i":
             self._check_integers(actions)
-        else:
-            self._check_floats(actions)
-        return actions
+            return actions
+        return self._checked_floats(actions)
 
     def converted(self, actions) -> np.ndarray:
         """The checked actions as a new C-contiguous array of the buffer's dtype: what the env sees."""
@@ -110,7 +138,10 @@ class ActionChecker:
         if isinstance(actions, np.ndarray):
             return np.asarray(actions)  # a subclass (matrix, masked array): its plain values
         if not isinstance(actions, (list, tuple)) and not np.isscalar(actions):
-            raise APIUsageError(f"actions must be a numpy array (or list), got {type(actions).__name__}")
+            raise APIUsageError(
+                f"actions must be a numpy array (or list), got {type(actions).__name__}: "
+                "convert them with np.asarray (a torch tensor: .cpu().numpy())"
+            )
         try:
             return np.asarray(actions)
         except (ValueError, TypeError, OverflowError) as error:
@@ -118,7 +149,10 @@ class ActionChecker:
 
     def _check_integers(self, actions: np.ndarray) -> None:
         if actions.dtype.kind not in "iu":
-            raise APIUsageError(f"actions for {self.space} must be integers, got dtype {actions.dtype}")
+            raise APIUsageError(
+                f"actions for {self.space} must be integers, got dtype {actions.dtype}: "
+                "cast them with actions.astype(np.int32)"
+            )
         if not actions.size:
             return
         # Compared as numpy reads them (sign, width and byte order included), never as raw bytes.
@@ -127,24 +161,46 @@ class ActionChecker:
         else:
             inside = not np.any((actions < 0) | (actions >= self.upper))
         if not inside:
-            bad = actions[(actions < 0) | (actions >= self.upper)]
+            outside = (actions < 0) | (actions >= self.upper)
+            index = tuple(int(i) for i in np.argwhere(outside)[0])
+            bound = self.upper if self.scalar_bound else int(self.upper[index[1:]])
             raise APIUsageError(
-                f"actions out of range for {self.space} (dtype {actions.dtype}): got {bad.ravel()[:5].tolist()}"
+                f"action {actions[index]} at {_where(index, self.scalar_bound)} is out of range for "
+                f"{self.space} (dtype {actions.dtype}; {int(outside.sum())} value(s) out of range): "
+                f"actions must be integers in [0, {bound}); sample them from the action space, or "
+                "clip the policy's output to it"
             )
 
-    def _check_floats(self, actions: np.ndarray) -> None:
+    def _checked_floats(self, actions: np.ndarray) -> np.ndarray:
         if actions.dtype.kind not in "fiu":
-            raise APIUsageError(f"actions for {self.space} must be floats or integers, got dtype {actions.dtype}")
+            raise APIUsageError(
+                f"actions for {self.space} must be floats or integers, got dtype {actions.dtype}: "
+                "cast them with actions.astype(np.float32)"
+            )
         if not actions.size:
-            return
-        # NaN fails both comparisons, so it is rejected with the out-of-range values.
-        if not (np.all(actions >= self.low) and np.all(actions <= self.high)):
-            raise APIUsageError(f"actions outside {self.space} (or NaN), dtype {actions.dtype}")
-        if self.unbounded and actions.dtype.itemsize > 4 and actions.dtype.kind == "f":
-            finite = np.isfinite(actions)
-            if np.any(finite & (np.abs(actions) > FLOAT32_MAX)):
-                # Refused rather than cast: numpy would turn them into inf (with a warning).
+            return actions
+        mode = self.box_actions
+        if mode == "strict":
+            # NaN fails both comparisons, so it is refused with the out-of-range values.
+            inside = (actions >= self.low) & (actions <= self.high)
+            if not inside.all():
+                index = tuple(int(i) for i in np.argwhere(~inside)[0])
+                bounds = f"[{self.low[index[1:]]:.7g}, {self.high[index[1:]]:.7g}]"
                 raise APIUsageError(
-                    f"actions of dtype {actions.dtype} hold finite values beyond float32's range "
-                    f"(|x| > {FLOAT32_MAX:.7g}), which the float32 action buffer cannot hold"
+                    f"action {actions[index]} at {_where(index, False)} is outside {bounds} of {self.space} "
+                    f"(dtype {actions.dtype}; {int((~inside).sum())} value(s) outside or NaN): {BOX_REMEDY}"
                 )
+        elif mode == "clip":
+            actions = np.clip(actions, self.low, self.high)
+        if actions.dtype.kind == "f" and actions.dtype.itemsize > 4:
+            beyond = np.isfinite(actions) & (np.abs(actions) > FLOAT32_MAX)
+            if beyond.any():
+                # Refused rather than cast: numpy would turn them into inf (with a warning).
+                index = tuple(int(i) for i in np.argwhere(beyond)[0])
+                raise APIUsageError(
+                    f"action {actions[index]!r} at {_where(index, False)} (dtype {actions.dtype}) is finite but "
+                    f"beyond float32's range (|x| > {FLOAT32_MAX:.7g}), which the float32 action buffer cannot "
+                    "hold: clip it (box_actions='clip' clips to a bounded space), or cast the actions to "
+                    "float32 yourself (such values become inf)"
+                )
+        return actions

@@ -106,7 +106,7 @@ def check_arguments(creator, args: tuple, kwargs: dict) -> None:
         ) from None
 
 
-def _make_pufferenv(creator, args: tuple, kwargs: dict, num_envs: int, seed: int) -> PufferEnv:
+def _make_pufferenv(creator, args: tuple, kwargs: dict, num_envs: int, seed: int, box_actions=None) -> PufferEnv:
     if num_envs != 1:
         raise APIUsageError(
             f"backend PufferEnv runs one env object that holds its agents itself, "
@@ -122,6 +122,8 @@ def _make_pufferenv(creator, args: tuple, kwargs: dict, num_envs: int, seed: int
             "or Multiprocessing"
         )
     env.seed = seed
+    if box_actions is not None and box_actions != env.box_actions:
+        env.set_box_actions(box_actions)
     return env
 
 
@@ -162,7 +164,7 @@ def make(env_creator_or_creators, env_args=None, env_kwargs=None, backend=Puffer
     check_memory(env_creator_or_creators, env_kwargs, backend_cls, num_envs)
     env_creators, env_args, env_kwargs = _per_env_arguments(env_creator_or_creators, env_args, env_kwargs, num_envs)
     if backend_cls is PufferEnv:
-        vecenv = _make_pufferenv(env_creators[0], env_args[0], env_kwargs[0], num_envs, seed)
+        vecenv = _make_pufferenv(env_creators[0], env_args[0], env_kwargs[0], num_envs, seed, **kwargs)
     else:
         vecenv = backend_cls(env_creators, env_args, env_kwargs, num_envs, seed=seed, **kwargs)
     return vecenv if device is None else _on_device(vecenv, device)

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "shoal/actions.hpp"
 #include "shoal/env.h"
 #include "shoal/errors.hpp"
 #include "shoal/interrupt.hpp"
@@ -34,7 +35,8 @@ struct VectorOptions {
     Schedule schedule = Schedule::Static;
     size_t dynamic_chunk = 0;  ///< items per chunk for Dynamic; 0 = auto
     bool pin_threads = false;
-    size_t num_buffers = 1;  ///< > 1: pipelined, the envs form this many equal buffers
+    size_t num_buffers = 1;                     ///< > 1: pipelined, the envs form this many equal buffers
+    BoxActions box_actions = BoxActions::Pass;  ///< what Box actions outside the bounds do (actions.hpp)
 };
 
 /// An action array as the fast check sees it (the bindings describe a numpy array with it).
@@ -51,7 +53,7 @@ struct ActionArray {
 enum class ActionCheck : uint8_t {
     Ready,            ///< its bytes are the action buffer's as they are: stepped or queued
     NeedsConversion,  ///< another dtype, byte order, layout or shape: the caller converts (or names the error)
-    OutOfRange,       ///< a value out of range (or NaN): the caller's full check names it
+    OutOfRange,       ///< a value the rule refuses (or must clip): the caller's full check handles it
 };
 
 /// What a step with actions did.
@@ -71,7 +73,8 @@ public:
           action_buffer_(static_cast<unsigned char*>(buffers.actions)),
           pacer_(stop_, num_envs),
           episodes_(num_envs),
-          pin_threads_(options.pin_threads) {
+          pin_threads_(options.pin_threads),
+          box_actions_(options.box_actions) {
         validate_spec(spec);
         if (num_envs == 0) throw UsageError("num_envs must be >= 1");
         vec_ = std::make_unique<NativeVec>(spec, num_envs, params, max_episode_steps, buffers);
@@ -148,11 +151,13 @@ public:
     }
 
     /// Pipelined: checks buffer b's actions and, if they are Ready, queues its step and returns at
-    /// once (nothing is queued otherwise).
-    ActionCheck submit(size_t b, const ActionArray& actions) {
+    /// once (nothing is queued otherwise). `values_checked`: the caller's full check has passed
+    /// (or clipped) these values, so only their layout is checked here.
+    ActionCheck submit(size_t b, const ActionArray& actions, bool values_checked = false) {
         Busy busy(*this);
         check_buffer(b);
-        const ActionCheck verdict = check_actions(actions, pipeline_->envs_per_buffer() * size_t(spec_.num_agents));
+        const ActionCheck verdict =
+            check_actions(actions, pipeline_->envs_per_buffer() * size_t(spec_.num_agents), values_checked);
         if (verdict == ActionCheck::Ready) pipeline_->submit(b, static_cast<const unsigned char*>(actions.data));
         return verdict;
     }
@@ -182,44 +187,49 @@ public:
     void abandon() noexcept { stop_.request(); }
 
     /// Checks actions for `rows` agent rows without converting anything. Ready: int32 (float32 for
-    /// a box) in native byte order, C-contiguous and aligned, of the exact shape, every value in
-    /// range. The caller's full check (spaces.py's ActionChecker, the one rule of every backend)
-    /// converts the rest or raises a precise error.
-    [[nodiscard]] ActionCheck check_actions(const ActionArray& actions, size_t rows) const noexcept {
+    /// a box) in native byte order, C-contiguous and aligned, of the exact shape, every integer in
+    /// range, and box values as the vector's BoxActions takes them (Pass: any value, read by nobody
+    /// here; Strict: inside the bounds; Clip: inside the bounds, so that clipping changes nothing).
+    /// The caller's full check (spaces.py's ActionChecker, the one rule of every backend) converts
+    /// or clips the rest, or raises a precise error.
+    /// `values_checked`: only the layout is checked (the values passed the full check already).
+    [[nodiscard]] ActionCheck check_actions(const ActionArray& actions, size_t rows,
+                                            bool values_checked = false) const noexcept {
         const bool box = spec_.action_kind == SHOAL_ACTION_BOX;
         const int ndim = spec_.action_kind == SHOAL_ACTION_DISCRETE ? 1 : 2;
         if (actions.ndim != ndim || actions.shape[0] != rows ||
             (ndim == 2 && actions.shape[1] != size_t(spec_.action_dims)) || actions.itemsize != 4)
             return ActionCheck::NeedsConversion;
         if (actions.kind != (box ? 'f' : 'i') || !actions.native_layout) return ActionCheck::NeedsConversion;
+        if (values_checked) return ActionCheck::Ready;
         const size_t count = rows * size_t(spec_.action_dims);
         bool ok = true;
         if (box) {
-            const float* values = static_cast<const float*>(actions.data);
-            // Counting values out of [low, high] (NaN included) as a sum the compiler vectorises: bounds in
-            // locals (the spec could alias the values) and `&` on both comparisons, not a branch per value.
-            const float low = spec_.action_low, high = spec_.action_high;
-            uint32_t outside = 0;
-            for (size_t i = 0; i < count; ++i) outside += !((values[i] >= low) & (values[i] <= high));
-            ok = outside == 0;
+            if (box_actions_ == BoxActions::Pass) return ActionCheck::Ready;
+            // Bounds in locals: the spec could alias the values.
+            ok = floats_inside(static_cast<const float*>(actions.data), count, spec_.action_low, spec_.action_high);
         } else {
-            // Unsigned comparison sends negative values above every bound.
-            const uint32_t* values = static_cast<const uint32_t*>(actions.data);
+            const int32_t* values = static_cast<const int32_t*>(actions.data);
             const size_t dims = size_t(spec_.action_dims);
             if (dims == 1) {
-                // An `or` of comparisons vectorises with nothing but the `or` carried between
-                // iterations; a max reduction's select chain is longer.
-                const uint32_t bound = uint32_t(spec_.action_nvec[0]);
-                uint32_t outside = 0;
-                for (size_t i = 0; i < count; ++i) outside |= uint32_t(values[i] >= bound);
-                ok = outside == 0;
+                ok = ints_below(values, count, uint64_t(spec_.action_nvec[0]));
             } else {
+                // Unsigned comparison sends negative values above every bound.
                 for (size_t row = 0; row < rows; ++row)
-                    for (size_t d = 0; d < dims; ++d) ok &= values[row * dims + d] < uint32_t(spec_.action_nvec[d]);
+                    for (size_t d = 0; d < dims; ++d)
+                        ok &= uint32_t(values[row * dims + d]) < uint32_t(spec_.action_nvec[d]);
             }
         }
         return ok ? ActionCheck::Ready : ActionCheck::OutOfRange;
     }
+
+    /// Changes what Box actions outside the bounds do, between steps.
+    void set_box_actions(BoxActions box_actions) {
+        Busy busy(*this);
+        box_actions_ = box_actions;
+    }
+
+    [[nodiscard]] BoxActions box_actions() const noexcept { return box_actions_; }
 
     /// Sums and clears the episode log of envs [begin, end), read on the pool when there is one and
     /// no pipeline steps meanwhile: each thread takes the blocks of the envs it steps (the static
@@ -351,6 +361,7 @@ private:
     std::vector<EpisodeTally> log_blocks_;  // collect_log's per-block parts, one per block of all envs
     std::unique_ptr<Pipeline> pipeline_;    // declared last: destroyed first
     bool pin_threads_ = false;
+    BoxActions box_actions_ = BoxActions::Pass;
     unsigned num_threads_ = 0;
     std::atomic<bool> busy_{false};
 };

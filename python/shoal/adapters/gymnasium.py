@@ -210,12 +210,15 @@ def make_vector(
     copy: bool = True,
     max_num_threads: int | None = None,
     render_mode: str | None = None,
+    box_actions: str = "pass",
     **env_kwargs,
 ) -> GymnasiumVectorEnv:
     """A view over ``shoal.vector.make(env, backend=backend, num_envs=num_envs, seed=seed, ...)``.
 
     ``env`` is a bundled env name (``"cartpole"``) or a native env class; ``env_kwargs`` are its
     parameters. The ``gymnasium.make_vec`` entry point of the registered ``shoal/...`` ids.
+    ``box_actions``: Box actions outside the bounds go to the env as given ("pass", as Gymnasium's
+    own vectors pass them), are clipped ("clip") or refused ("strict").
     """
     from .. import vector
     from ..envs import BUNDLED
@@ -226,7 +229,9 @@ def make_vector(
         if env not in BUNDLED:
             raise APIUsageError(f"unknown bundled env {env!r}; valid: {sorted(BUNDLED)}")
         env = BUNDLED[env]
-    options = {} if max_num_threads is None else {"max_num_threads": max_num_threads}
+    options = {"box_actions": box_actions}
+    if max_num_threads is not None:
+        options["max_num_threads"] = max_num_threads
     vecenv = vector.make(env, env_kwargs=env_kwargs, backend=backend, num_envs=num_envs, seed=seed, **options)
     try:
         return GymnasiumVectorEnv(vecenv, autoreset_mode=autoreset_mode, copy=copy)

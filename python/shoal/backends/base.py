@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..call_order import CallOrder
-from ..spaces import ActionChecker, joint_space
+from ..spaces import ActionChecker, check_box_actions, joint_space
 from .interrupts import interrupted_reason
 
 
@@ -19,13 +19,18 @@ class VecEnv:
     #: keyword arguments of vector.make() a backend registered with register_backend() accepts
     #: (beyond num_envs and seed); the built-in backends' are in backends/registry.py
     options: tuple[str, ...] = ()
+    #: what Box actions outside the bounds do (make()'s box_actions): a backend sets it before _init_api()
+    box_actions = "pass"
 
     def _init_api(self) -> None:
         self.observation_space = joint_space(self.single_observation_space, self.agents_per_batch)
         self.action_space = joint_space(self.single_action_space, self.agents_per_batch)
-        self._check_actions = ActionChecker(self.single_action_space, self.agents_per_batch)
+        self._check_actions = ActionChecker(self.single_action_space, self.agents_per_batch, self.box_actions)
         self._order = CallOrder(type(self).__name__)
         self.infos: list = []
+
+    def _set_box_actions(self, box_actions) -> None:
+        self.box_actions = check_box_actions(box_actions)
 
     def reset(self, seed: int | None = None):
         """Resets every env; returns (observations, infos)."""

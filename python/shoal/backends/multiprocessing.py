@@ -122,8 +122,10 @@ class Multiprocessing(ProcessRecovery, WorkerBackend):
         start_method: str | None = None,
         timeout: float | None = None,
         on_worker_failure: str = "raise",
+        box_actions: str = "pass",
         **worker_options,
     ):
+        self._set_box_actions(box_actions)
         self._configure_workers(num_envs, seed, worker_options)
         self._configure_failures(timeout, on_worker_failure)
         if start_method is None:

@@ -52,7 +52,9 @@ class Multithreading(VecEnv):
         schedule: str = "static",
         pin_threads: bool = False,
         batch_size: int | None = None,
+        box_actions: str = "pass",
     ):
+        self._set_box_actions(box_actions)
         env_type = native_env_class(env_creators, env_args, env_kwargs, "Multithreading")
         if batch_size is None or batch_size == "auto":
             batch_size = num_envs
@@ -77,6 +79,8 @@ class Multithreading(VecEnv):
             env_params=list(env_kwargs),
             num_buffers=self.num_buffers,
         )
+        if self.box_actions != "pass":
+            self.env.set_box_actions(self.box_actions)
         self.driver_env = self.env
         self.num_envs = num_envs
         self.num_agents = self.env.num_agents

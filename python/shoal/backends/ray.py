@@ -107,8 +107,10 @@ class Ray(WorkerBackend):
         max_num_threads=None,
         timeout: float | None = None,
         on_worker_failure: str = "raise",
+        box_actions: str = "pass",
         **worker_options,
     ):
+        self._set_box_actions(box_actions)
         # Cores are the cluster's, checked once connected; worker_layout checks the rest now.
         self._configure_workers(num_envs, seed, worker_options, limit_to_cores=False)
         self._configure_failures(timeout, on_worker_failure)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from ..errors import APIUsageError
 from ..native.env import MAX_THREADS, SCHEDULES, check_schedule, check_threads
 from ..seeding import check_seed
+from ..spaces import BOX_ACTIONS, check_box_actions
 from ..validation import check_bool, check_integer
 from .deadlines import FAILURE_POLICIES, check_on_worker_failure, check_timeout
 from .start_methods import START_METHODS, check_start_method
@@ -135,12 +136,24 @@ COMMON = (
     Option("seed", 0, "int", check_seed, "seed of the first reset; env i draws from seed + i", "0 .. 2**64 - 1"),
 )
 
+#: what Box actions outside the bounds do, on every backend (spaces.py's ActionChecker applies it)
+ACTIONS = Option(
+    "box_actions",
+    "pass",
+    "text",
+    check_box_actions,
+    "Box actions outside the bounds (and NaN): pass = to the env as given, as Gymnasium and PufferLib do; "
+    "clip = clipped to the bounds; strict = refused with an APIUsageError",
+    " | ".join(BOX_ACTIONS),
+)
+
 #: every built-in backend's options beyond num_envs and seed: the one list of them
 OPTIONS: dict[str, tuple[Option, ...]] = {
-    "PufferEnv": (),
-    "Serial": WORKER,
+    "PufferEnv": (ACTIONS,),
+    "Serial": (*WORKER, ACTIONS),
     "Multiprocessing": (
         *WORKER,
+        ACTIONS,
         Option(
             "start_method",
             None,
@@ -153,6 +166,7 @@ OPTIONS: dict[str, tuple[Option, ...]] = {
     ),
     "Multithreading": (
         THREADS,
+        ACTIONS,
         Option(
             "schedule",
             "static",
@@ -173,6 +187,7 @@ OPTIONS: dict[str, tuple[Option, ...]] = {
     ),
     "Ray": (
         *WORKER,
+        ACTIONS,
         Option(
             "ray_address",
             None,

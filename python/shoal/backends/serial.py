@@ -23,8 +23,17 @@ class Serial(VecEnv):
     """
 
     def __init__(
-        self, env_creators, env_args, env_kwargs, num_envs: int, seed: int = 0, buf: Buffers | None = None, **options
+        self,
+        env_creators,
+        env_args,
+        env_kwargs,
+        num_envs: int,
+        seed: int = 0,
+        buf: Buffers | None = None,
+        box_actions: str = "pass",
+        **options,
     ):
+        self._set_box_actions(box_actions)
         batch_size = options.get("batch_size")
         if batch_size is not None and batch_size != num_envs:
             raise APIUsageError(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import inspect
+import numbers
 import os
 from pathlib import Path
 
@@ -53,10 +54,14 @@ class MujocoEnv(NativeEnv):
 
     One ``mjModel`` is loaded per vector and shared read-only by its envs; each env owns an ``mjData``.
     Observations are float64, rewards float32 (computed in float64 as Gymnasium does, then rounded).
-    Reset noise is drawn from each env's own stream. Infos carry the episode return and length and
-    the sum of each reward term over the episode (Gymnasium's ``reward_*`` names), averaged over the
-    episodes that ended since the last report. An env whose simulation becomes unstable (MuJoCo's
-    bad-acceleration warning) raises shoal.EnvError naming it.
+    Reset noise is drawn from each env's own stream. Box actions reach the task as given (outside the
+    ctrlrange too: MuJoCo clamps the controls, and the control cost reads the raw action, as in
+    Gymnasium). Infos carry the episode return and length, the sum of each reward term over the
+    episode (Gymnasium's ``reward_*`` names) and ``instability_resets``, averaged over the episodes
+    that ended since the last report. When a simulation becomes unstable (NaN or huge positions,
+    velocities or accelerations), MuJoCo resets it and warns; the env runs on, as Gymnasium's does,
+    and the reset is counted in ``instability_resets``; ``on_instability="raise"`` makes any MuJoCo
+    warning while stepping a shoal.EnvError naming the env instead.
     """
 
     task: Task | None = None
@@ -93,6 +98,16 @@ class MujocoEnv(NativeEnv):
         rendering = sorted(set(merged) & set(RENDER_KEYWORDS))
         if rendering:
             raise APIUsageError(f"{cls.task.id}: shoal's native MuJoCo tasks do not render; got {rendering}")
+        if isinstance(merged.get("frame_skip"), (bool, np.bool_)):
+            merged["frame_skip"] = int(merged["frame_skip"])  # Gymnasium steps a bool as the int it is
+        if "max_episode_steps" in merged and merged["max_episode_steps"] is not None:
+            limit = merged["max_episode_steps"]
+            if not isinstance(limit, (bool, np.bool_)) and isinstance(limit, numbers.Integral) and limit <= 0:
+                raise APIUsageError(
+                    f"{cls.task.id}: max_episode_steps must be positive, got {limit} (Gymnasium's TimeLimit "
+                    "refuses it: 'Expect the `max_episode_steps` to be positive'); the default is Gymnasium's "
+                    f"registered limit, and for episodes without one pass a limit no run reaches, such as {2**31 - 1}"
+                )
         if "xml_file" in merged:
             if not isinstance(merged["xml_file"], (str, os.PathLike)):
                 raise APIUsageError(f"{cls.task.id}: parameter xml_file must be a path, got {merged['xml_file']!r}")

@@ -186,6 +186,13 @@ class NativeEnv(PufferEnv):
             raise APIUsageError(f"{cls.__name__} has no native spec; use shoal.envs or shoal.native.load_env")
         return cls.spec.describe()
 
+    def set_box_actions(self, box_actions: str) -> None:
+        super().set_box_actions(box_actions)
+        self._check_buffer_actions = ActionChecker(
+            self.single_action_space, self.num_agents // self.num_buffers, box_actions
+        )
+        self._vec.box_actions = box_actions  # the native fast check's part of the rule
+
     @property
     def num_threads(self) -> int:
         return self._vec.num_threads
@@ -239,8 +246,11 @@ class NativeEnv(PufferEnv):
     def submit(self, buffer: int, actions) -> None:
         """Queues a step of buffer ``buffer`` (num_buffers > 1) and returns while it runs."""
         if type(actions) is not np.ndarray or self._vec.submit(buffer, actions) < 0:
-            # converts other dtypes, byte orders and layouts, or raises
-            self._vec.submit(buffer, self._check_buffer_actions.converted(actions))
+            # converts other dtypes, byte orders and layouts, clips in clip mode, or raises; the values
+            # then stand as checked (per-dimension bounds, or NaN under clip, would fail the native
+            # check again and leave the buffer unqueued)
+            if self._vec.submit(buffer, self._check_buffer_actions.converted(actions), checked=True) < 0:
+                raise AssertionError("converted actions were refused by the native vector")
 
     def help(self) -> bool:
         """Steps one chunk of the buffer step in flight (num_buffers > 1) on the calling thread; False

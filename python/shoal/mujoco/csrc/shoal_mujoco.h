@@ -8,7 +8,11 @@
  *   reset:  mj_resetData, then qpos = qpos0 + U(-s, s), qvel = 0 + s * N(0, 1) (s = reset_noise_scale,
  *           drawn from the env's own stream), then mj_forward;
  *   step:   ctrl = action, frame_skip x mj_step (and mj_rnePostConstraint for tasks that read cfrc_ext),
- *           dt = opt.timestep * frame_skip.
+ *           dt = opt.timestep * frame_skip. The action is the caller's as given (outside the ctrlrange
+ *           too: MuJoCo clamps the controls it applies itself, and the control costs read the raw action).
+ *   instability: MuJoCo's own reset of an unstable simulation (bad qpos, qvel or qacc: NaN or huge
+ *           values; it warns and calls mj_resetData) lets the env run on, as Gymnasium's does, counted in
+ *           the episode stat "instability_resets"; on_instability="raise" makes it the env's EnvError.
  * Compile with -ffp-contract=off: fused multiply-adds would change the last bits of rewards that
  * Gymnasium computes with separate operations.
  */
@@ -29,34 +33,58 @@ typedef struct shoal_mj {
     const char* xml_file;
     int32_t frame_skip;
     double reset_noise_scale;
-    double dt;      /* model->opt.timestep * frame_skip */
-    jmp_buf escape; /* where a MuJoCo error in this env's callbacks returns to (shoal_mj_on_error) */
+    const char* on_instability; /* "reset" (MuJoCo's reset, counted) or "raise" (EnvError) */
+    double dt;                  /* model->opt.timestep * frame_skip */
+    int32_t raise_on_warning;   /* on_instability == "raise": a MuJoCo warning while stepping fails the env */
+    int32_t resets_stat;        /* index of "instability_resets" in base.stats */
+    jmp_buf escape;             /* where a MuJoCo error in this env's callbacks returns to (shoal_mj_on_error) */
 } shoal_mj;
 
-/** The vector's shared state: the model and the action bounds taken from it. */
+/** The vector's shared state: the model, the action bounds taken from it, and the task's stat names
+ * followed by "instability_resets". */
 typedef struct shoal_mj_shared {
     mjModel* model;
     float ctrl_low[SHOAL_MAX_ACTION_DIMS];
     float ctrl_high[SHOAL_MAX_ACTION_DIMS];
+    const char* stat_names[SHOAL_MAX_STATS];
+    int32_t resets_stat;
+    int32_t raise_on_warning;
 } shoal_mj_shared;
 
-/** The model parameters of shoal_mj (xml_file, frame_skip), as entries of a task's parameter table
- * (TYPE: the task's struct); for tasks whose reset has no noise scale (Reacher, Pusher). */
-#define SHOAL_MJ_MODEL_PARAMS(TYPE, XML_FILE, FRAME_SKIP)                                     \
-    {"xml_file",                                                                              \
-     SHOAL_PARAM_TEXT,                                                                        \
-     offsetof(TYPE, mj.xml_file),                                                             \
-     0,                                                                                       \
-     0,                                                                                       \
-     0,                                                                                       \
-     "path of the MJCF model (a bare name: Gymnasium's asset of that name)",                  \
-     SHOAL_PARAM_PER_VECTOR,                                                                  \
-     0,                                                                                       \
-     (XML_FILE)},                                                                             \
-    {                                                                                         \
-        "frame_skip", SHOAL_PARAM_INT32, offsetof(TYPE, mj.frame_skip), (FRAME_SKIP), 1, 1e6, \
-            "mj_step calls per env step", 0, 0, NULL                                          \
-    }
+/** The model parameters of shoal_mj (xml_file, frame_skip, on_instability), as entries of a task's
+ * parameter table (TYPE: the task's struct); for tasks whose reset has no noise scale (Reacher, Pusher). */
+#define SHOAL_MJ_MODEL_PARAMS(TYPE, XML_FILE, FRAME_SKIP)                                               \
+    {"xml_file",                                                                                        \
+     SHOAL_PARAM_TEXT,                                                                                  \
+     offsetof(TYPE, mj.xml_file),                                                                       \
+     0,                                                                                                 \
+     0,                                                                                                 \
+     0,                                                                                                 \
+     "path of the MJCF model (a bare name: Gymnasium's asset of that name)",                            \
+     SHOAL_PARAM_PER_VECTOR,                                                                            \
+     0,                                                                                                 \
+     (XML_FILE)},                                                                                       \
+        {"frame_skip",                                                                                  \
+         SHOAL_PARAM_INT32,                                                                             \
+         offsetof(TYPE, mj.frame_skip),                                                                 \
+         (FRAME_SKIP),                                                                                  \
+         1,                                                                                             \
+         1e6,                                                                                           \
+         "mj_step calls per env step",                                                                  \
+         0,                                                                                             \
+         0,                                                                                             \
+         NULL},                                                                                         \
+        {"on_instability",                                                                              \
+         SHOAL_PARAM_TEXT,                                                                              \
+         offsetof(TYPE, mj.on_instability),                                                             \
+         0,                                                                                             \
+         0,                                                                                             \
+         0,                                                                                             \
+         "reset: MuJoCo resets an unstable simulation and the env runs on, as Gymnasium's (counted in " \
+         "instability_resets); raise: any MuJoCo warning while stepping is an EnvError naming the env", \
+         SHOAL_PARAM_PER_VECTOR,                                                                        \
+         0,                                                                                             \
+         "reset"}
 
 /** Every parameter of shoal_mj (the model's and reset_noise_scale), as entries of a parameter table. */
 #define SHOAL_MJ_PARAMS(TYPE, XML_FILE, FRAME_SKIP, RESET_NOISE_SCALE)                                          \
@@ -69,10 +97,11 @@ typedef struct shoal_mj_shared {
  * written to MUJOCO_LOG.TXT in the working directory: while this library loads a model (configure(), on
  * the Python thread holding the GIL), its warnings are kept for Python (shoal_mj_take_load_warnings:
  * Python's warnings, shoal.mujoco.MujocoWarning); while it steps an env on a thread, a warning fails that
- * env (shoal.EnvError with MuJoCo's text); any other warning (another library's, Gymnasium's own envs')
- * goes to the handler installed before, or to MuJoCo's default output if there was none. Every task
- * library chains itself in once; libraries are never unloaded. Thread-local state is two words (the
- * load-time warnings of the one GIL-holding loader are a plain buffer). */
+ * env (shoal.EnvError with MuJoCo's text) under on_instability="raise", and is counted from mjData
+ * otherwise (shoal_mj_simulate), as Gymnasium's env runs on after it; any other warning (another library's, Gymnasium's
+ * own envs') goes to the handler installed before, or to MuJoCo's default output if there was none. Every task library
+ * chains itself in once; libraries are never unloaded. Thread-local state is two words (the load-time warnings of the
+ * one GIL-holding loader are a plain buffer). */
 #define SHOAL_MJ_WARNING_CAPACITY 1024
 static SHOAL_THREAD_LOCAL int shoal_mj_loading SHOAL_UNUSED;
 static SHOAL_THREAD_LOCAL struct shoal_mj* shoal_mj_stepping SHOAL_UNUSED;
@@ -85,7 +114,10 @@ static SHOAL_UNUSED void shoal_mj_on_warning(const char* message) {
         const size_t used = strlen(shoal_mj_load_warnings);
         snprintf(shoal_mj_load_warnings + used, sizeof shoal_mj_load_warnings - used, "%s\n", message);
     } else if (shoal_mj_stepping) {
-        if (!shoal_mj_stepping->base.failed) shoal_env_fail(&shoal_mj_stepping->base, "MuJoCo: %s", message);
+        /* on_instability="reset": Gymnasium's behaviour, MuJoCo's own reset (or zeroed controls) and on;
+         * shoal_mj_simulate counts the warnings from mjData */
+        shoal_mj* mj = shoal_mj_stepping;
+        if (mj->raise_on_warning && !mj->base.failed) shoal_env_fail(&mj->base, "MuJoCo: %s", message);
     } else if (shoal_mj_previous_warning) {
         shoal_mj_previous_warning(message);
     } else { /* MuJoCo's own default */
@@ -158,6 +190,25 @@ static inline SHOAL_UNUSED const mjModel* shoal_mj_configure(shoal_env_spec* spe
         return NULL;
     }
     state->model = model;
+    if (strcmp(mj->on_instability, "reset") != 0 && strcmp(mj->on_instability, "raise") != 0) {
+        snprintf(error, SHOAL_ERROR_CAPACITY, "on_instability must be 'reset' or 'raise', got '%.60s'",
+                 mj->on_instability);
+        shoal_mj_release(state);
+        return NULL;
+    }
+    state->raise_on_warning = strcmp(mj->on_instability, "raise") == 0;
+    /* The task's stats, then the count of MuJoCo's resets of an unstable simulation (every task has it). */
+    if (spec->num_stats >= SHOAL_MAX_STATS) {
+        snprintf(error, SHOAL_ERROR_CAPACITY, "%d stats: a MuJoCo task has at most %d (shoal adds instability_resets)",
+                 (int)spec->num_stats, SHOAL_MAX_STATS - 1);
+        shoal_mj_release(state);
+        return NULL;
+    }
+    for (int32_t i = 0; i < spec->num_stats; ++i) state->stat_names[i] = spec->stat_names[i];
+    state->resets_stat = spec->num_stats;
+    state->stat_names[state->resets_stat] = "instability_resets";
+    spec->stat_names = state->stat_names;
+    spec->num_stats = state->resets_stat + 1;
     /* Gymnasium: Box(ctrlrange as float32). The core's fast check gets the range every dimension
      * shares; actions outside it go to the exact per-dimension check (NaN: there is none). */
     float low = -INFINITY, high = INFINITY;
@@ -180,7 +231,10 @@ static inline SHOAL_UNUSED const mjModel* shoal_mj_configure(shoal_env_spec* spe
 
 /** init(): the env's own mjData. */
 static inline SHOAL_UNUSED int shoal_mj_init(shoal_mj* mj) {
-    mj->model = ((const shoal_mj_shared*)mj->base.shared)->model;
+    const shoal_mj_shared* shared = (const shoal_mj_shared*)mj->base.shared;
+    mj->model = shared->model;
+    mj->raise_on_warning = shared->raise_on_warning;
+    mj->resets_stat = shared->resets_stat;
     mj->dt = mj->model->opt.timestep * mj->frame_skip;
     mj->data = mj_makeData(mj->model);
     if (!mj->data) {
@@ -260,10 +314,33 @@ static inline SHOAL_UNUSED int shoal_mj_terminate(shoal_mj* mj) {
     return SHOAL_EPISODE_OVER;
 }
 
+/* The rare part of a step after mj_step left warnings in mjData (out of the loop): MuJoCo's resets of an
+ * unstable simulation are added to the episode's instability_resets, and every count is cleared, so
+ * that the next step's warnings are seen (and MuJoCo's handler called again) on their own. Under
+ * on_instability="raise" a reset fails the env with the warning's DOF and time. */
+static SHOAL_UNUSED void shoal_mj_take_warnings(shoal_mj* mj) {
+    mjData* d = mj->data;
+    const int resets =
+        d->warning[mjWARN_BADQPOS].number + d->warning[mjWARN_BADQVEL].number + d->warning[mjWARN_BADQACC].number;
+    if (resets > 0 && mj->raise_on_warning) { /* more precise than MuJoCo's text, which failed it first */
+        const int which = d->warning[mjWARN_BADQACC].number   ? mjWARN_BADQACC
+                          : d->warning[mjWARN_BADQVEL].number ? mjWARN_BADQVEL
+                                                              : mjWARN_BADQPOS;
+        shoal_env_fail(&mj->base, "MuJoCo: the simulation is unstable (NaN, Inf or huge %s at DOF %d, time %g)",
+                       which == mjWARN_BADQACC   ? "acceleration"
+                       : which == mjWARN_BADQVEL ? "velocity"
+                                                 : "position",
+                       d->warning[which].lastinfo, d->time);
+    }
+    mj->base.stats[mj->resets_stat] += (float)resets;
+    for (int i = 0; i < mjNWARNING; ++i) d->warning[i].number = 0;
+}
+
 /** Gymnasium's do_simulation(): ctrl = the env's actions, frame_skip steps; with `post_constraint`
- * also mj_rnePostConstraint (cacc, cfrc_int, cfrc_ext), for tasks whose reward reads them. An
- * unstable simulation (MuJoCo's bad-qacc warning: NaN or huge accelerations, after which MuJoCo resets
- * the state itself) fails the env with the warning's time, instead of stepping on silently. */
+ * also mj_rnePostConstraint (cacc, cfrc_int, cfrc_ext), for tasks whose reward reads them. When the
+ * simulation becomes unstable, MuJoCo resets the state itself (mj_resetData: ctrl too) and warns; the
+ * env runs on as Gymnasium's does, and the reset counts in instability_resets (on_instability="raise":
+ * the env's EnvError instead). Warnings are read after each mj_step, since a reset clears the counts. */
 static inline SHOAL_UNUSED void shoal_mj_simulate(shoal_mj* mj, int post_constraint) {
     const mjModel* m = mj->model;
     mjData* d = mj->data;
@@ -271,15 +348,14 @@ static inline SHOAL_UNUSED void shoal_mj_simulate(shoal_mj* mj, int post_constra
     for (int i = 0; i < m->nu; ++i) d->ctrl[i] = actions[i];
     shoal_mj* const outer = shoal_mj_stepping; /* SHOAL_MJ_TASK's guard has set it already */
     shoal_mj_stepping = mj;
-    for (int32_t k = 0; k < mj->frame_skip; ++k) mj_step(m, d);
+    for (int32_t k = 0; k < mj->frame_skip; ++k) {
+        mj_step(m, d);
+        int warned = 0;
+        for (int i = 0; i < mjNWARNING; ++i) warned |= d->warning[i].number;
+        if (warned) shoal_mj_take_warnings(mj);
+    }
     if (post_constraint) mj_rnePostConstraint(m, d);
     shoal_mj_stepping = outer;
-    if (d->warning[mjWARN_BADQACC].number > 0) {
-        shoal_env_fail(&mj->base,
-                       "MuJoCo: the simulation is unstable (NaN, Inf or huge acceleration at DOF %d, time %g)",
-                       d->warning[mjWARN_BADQACC].lastinfo, d->time);
-        d->warning[mjWARN_BADQACC].number = 0;
-    }
 }
 
 /* numpy's float32 sum (pairwise_sum of numpy/_core/src/umath/loops_utils.h: sequential below 8 values, 8
