@@ -64,7 +64,6 @@ public:
           envs_per_buffer_(num_buffers ? vec.num_envs() / num_buffers : 0),
           action_buffer_(action_buffer),
           env_action_bytes_(env_action_bytes),
-          chunk_envs_(std::max<size_t>(1, envs_per_buffer_ / kChunksPerBuffer)),
           ring_(num_buffers),
           jobs_(num_buffers),
           results_(num_buffers),
@@ -186,6 +185,10 @@ private:
     /// Chunks per job: fine enough that the caller's share follows its idle time, coarse enough
     /// that claiming (one CAS per chunk) stays negligible. Slow jobs are cut finer (see cut()).
     static constexpr size_t kChunksPerBuffer = 32;
+    /// A job ends when its last chunk does: a thread that starts its last chunk late (descheduled,
+    /// or on a slower env) leaves the others idle for up to a chunk. With this many chunks for each
+    /// thread, that tail is a small share of the job whatever the thread count.
+    static constexpr size_t kChunksPerParticipant = 8;
     static_assert(kChunksPerBuffer <= detail::kMaxChunksPerWord);
     /// The caller waiting for chunks in progress yields its CPU after this many pauses.
     static constexpr unsigned kAwaitYieldEvery = 1024;
@@ -256,18 +259,16 @@ private:
         completed_.sleep_until([target](uint32_t completed) { return int32_t(completed - target) >= 0; });
     }
 
-    /// Chunks a job: kChunksPerBuffer, or when jobs take long (the last one, or none yet) so many
-    /// that a chunk takes about kPieceNs, so that a stop never waits long for a chunk in progress.
+    /// Chunks a job: at least kChunksPerBuffer and kChunksPerParticipant for each thread that may
+    /// step it, and when jobs take long (the last one, or none yet) so many that a chunk takes
+    /// about kPieceNs, so that a stop never waits long for a chunk in progress.
     void cut(Job& job) const noexcept {
-        size_t chunk_envs = chunk_envs_;
-        const uint64_t job_ns = last_job_ns_.load(std::memory_order_relaxed);
         const size_t threads = size_t(pool_.num_threads()) + 2;  // driver, workers, the caller helping
-        if (job_ns / kPieceNs > kChunksPerBuffer / threads) {
-            const size_t chunks = size_t(std::min<uint64_t>(job_ns / kPieceNs * threads, envs_per_buffer_));
-            chunk_envs =
-                std::max<size_t>((envs_per_buffer_ + chunks - 1) / chunks,
-                                 (envs_per_buffer_ + detail::kMaxChunksPerWord - 1) / detail::kMaxChunksPerWord);
-        }
+        const uint64_t job_ns = last_job_ns_.load(std::memory_order_relaxed);
+        const uint64_t chunks = std::min<uint64_t>(
+            {std::max<uint64_t>({kChunksPerBuffer, kChunksPerParticipant * threads, job_ns / kPieceNs * threads}),
+             envs_per_buffer_, detail::kMaxChunksPerWord});
+        const size_t chunk_envs = std::max<size_t>(1, (envs_per_buffer_ + chunks - 1) / chunks);
         job.chunk_envs = chunk_envs;
         job.num_chunks = uint32_t((envs_per_buffer_ + chunk_envs - 1) / chunk_envs);
     }
@@ -365,7 +366,6 @@ private:
     const size_t envs_per_buffer_;
     unsigned char* const action_buffer_;
     const size_t env_action_bytes_;
-    const size_t chunk_envs_;  // of a job that takes less than kChunksPerBuffer pieces
     std::vector<size_t> ring_;
     std::vector<Job> jobs_;
     std::vector<Result> results_;
