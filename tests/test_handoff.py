@@ -149,6 +149,27 @@ def test_env_errors_and_reset_behave_as_on_the_numpy_path(device, time_limit):
     assert handed == plain
 
 
+def test_a_dead_worker_is_reported_as_on_the_numpy_path(time_limit):
+    import os
+    import signal
+
+    time_limit(120)
+
+    def outcome(device) -> str:
+        with make(make_box_env, backend="Multiprocessing", num_envs=2, num_workers=2, seed=0, device=device) as v:
+            v.reset()
+            a = np.zeros(2, np.int32)
+            os.kill(v.worker_pids[0], signal.SIGKILL)
+            try:
+                for _ in range(3):
+                    v.step(torch.from_numpy(a) if device else a)
+            except Exception as error:  # noqa: BLE001 - the outcome is what is compared
+                return type(error).__name__
+            return "no error"
+
+    assert outcome(None) == outcome("cpu") == "WorkerError"
+
+
 def test_interrupt_mid_step_then_refusal_until_reset(monkeypatch):
     calls = {"n": 0}
     with make(CartPole, backend="Multithreading", num_envs=8, seed=0, device="cpu") as vecenv:
