@@ -270,7 +270,12 @@ def main() -> None:
     parser.add_argument("--cpu-share", type=float, default=0.2, help="stand-in caller CPU, share of its latency")
     parser.add_argument("--num-envs", type=int, help="N (default: per env, larger with CUDA)")
     parser.add_argument("--threads", type=int, help="max_num_threads of (a) and (c) (default: shoal's)")
-    parser.add_argument("--d-threads", type=int, help="max_num_threads of (d) (default: shoal's)")
+    parser.add_argument(
+        "--d-threads",
+        type=lambda text: [int(t) for t in text.split(",")],
+        default=[],
+        help="diagnostic: also run (d) with these max_num_threads (comma-separated)",
+    )
     parser.add_argument("--cases", default="abcd", help="which cases to run (a diagnostic run of (d) alone: d)")
     parser.add_argument(
         "--no-help", action="store_true", help="diagnostic: (d) without the caller stepping envs while the GPU works"
@@ -304,34 +309,34 @@ def main() -> None:
         if device == "standin":
             a = in_process({**base, "case": "a"})
             base["latency_s"], base["cpu_s"] = a["seconds"], args.cpu_share * a["seconds"]
-        cases = [c for c in CASES if c in args.cases]
+        # (key, row label, case, max_num_threads): (d) once with shoal's default threads, and again
+        # for each count of --d-threads (a diagnostic of the thread budget).
+        rows = [(c, CASE_NAMES[c], c, args.threads if c in "ac" else None) for c in CASES if c in args.cases]
+        for t in args.d_threads:
+            rows.append((f"d{t}", f"{CASE_NAMES['d']}, max_num_threads={t}", "d", t))
         base["no_help"] = args.no_help
-        samples = {c: [] for c in cases}
+        samples = {key: [] for key, *_ in rows}
         extra = {}
         for r in range(args.repeats):
-            for c in cases:
-                threads = args.d_threads if c == "d" and args.d_threads is not None else args.threads
-                result = in_process({**base, "case": c, "threads": threads})
-                samples[c].append(result["sps"])
-                extra[c] = result
-                print(
-                    f"  {name} repeat {r + 1}/{args.repeats} {CASE_NAMES[c]}: {result['sps']:,.0f} steps/s", flush=True
-                )
-        med = {c: statistics.median(s) for c, s in samples.items()}
+            for key, label, case, threads in rows:
+                result = in_process({**base, "case": case, "threads": threads})
+                samples[key].append(result["sps"])
+                extra[key] = result
+                print(f"  {name} repeat {r + 1}/{args.repeats} {label}: {result['sps']:,.0f} steps/s", flush=True)
+        med = {key: statistics.median(s) for key, s in samples.items()}
         if not {"a", "b"} <= set(med):
-            lines.append(f"### {env}, N = {n}: " + ", ".join(f"({c}) {med[c]:,.0f}/s {extra[c]}" for c in med))
+            lines.append(f"### {env}, N = {n}: " + ", ".join(f"({k}) {med[k]:,.0f}/s {extra[k]}" for k in med))
             continue
         limit = min(med["a"], med["b"])
         lines.append(f"### {env}, N = {n}")
         lines.append("")
         lines.append("| case | median steps/s | samples | threads | vs limit |")
         lines.append("|---|---:|---|---:|---:|")
-        for c in CASES:
-            cells = ", ".join(f"{s / 1e3:,.1f}K" for s in samples[c])
-            lines.append(
-                f"| {CASE_NAMES[c]} | {med[c]:,.0f} | {cells} | {extra[c].get('threads', '')} | {med[c] / limit:.2f} |"
-            )
-        if "pool" in extra["d"]:
+        for key, label, _, _ in rows:
+            cells = ", ".join(f"{s / 1e3:,.1f}K" for s in samples[key])
+            threads = extra[key].get("threads", "")
+            lines.append(f"| {label} | {med[key]:,.0f} | {cells} | {threads} | {med[key] / limit:.2f} |")
+        if "d" in extra and "pool" in extra["d"]:
             lines.append("")
             lines.append(f"(d)'s pool counters, last sample: {extra['d']['pool']}")
         lines.append("")

@@ -96,7 +96,7 @@ def test_per_env_trajectories_match_serial(reference, num_buffers, threads, time
 
 @pytest.mark.parametrize("threads", [0, 2])
 def test_chunks_the_caller_helps_with_keep_serial_trajectories(reference, threads, time_limit):
-    """help() (the caller stepping a chunk of the buffer in flight while it waits for a GPU) changes
+    """help_step() (the caller stepping a chunk of the buffer in flight while it waits for a GPU) changes
     who steps an env, never what it steps."""
     time_limit(120)
     name, agents, actions, history = reference
@@ -112,16 +112,16 @@ def test_chunks_the_caller_helps_with_keep_serial_trajectories(reference, thread
         env_kwargs=KWARGS.get(name, {}),
     ) as vecenv:
         vecenv.async_reset()
-        assert not vecenv.help()  # nothing in flight after a reset: nothing to step
+        assert not vecenv.help_step()  # nothing in flight after a reset: nothing to step
         for i in range(ROUNDS * 2):
             obs = vecenv.recv()[0]
             k, t = i % 2, i // 2
             np.testing.assert_array_equal(obs, history[t]["obs"][k * rows : (k + 1) * rows], err_msg=f"step {t}")
-            while vecenv.help():  # the other buffer, submitted last round, may still be stepping
+            while vecenv.help_step():  # the other buffer, submitted last round, may still be stepping
                 helped += 1
             vecenv.send(actions[t][k * rows : (k + 1) * rows])
             if i % 3 == 0:
-                while vecenv.help():  # this buffer, just submitted
+                while vecenv.help_step():  # this buffer, just submitted
                     helped += 1
     assert helped > 0
 

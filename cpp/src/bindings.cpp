@@ -197,7 +197,7 @@ void bind_vector(py::module_& m) {
             },
             py::arg("buffer"), "Pipelined: waits (GIL released) for a buffer's step; returns episodes ended.")
         .def(
-            "help", [](V& v) { return v.core.help(); }, released,
+            "help_step", [](V& v) { return v.core.help(); }, released,
             "Pipelined: steps one chunk of the buffer step in flight on this thread (GIL released); False when "
             "there was none.")
         .def_property(

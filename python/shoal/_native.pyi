@@ -70,7 +70,7 @@ class Vector:
         """
         Raw bytes of env `index`'s struct (tests read and write env state through it).
         """
-    def help(self) -> bool:
+    def help_step(self) -> bool:
         """
         Pipelined: steps one chunk of the buffer step in flight on this thread (GIL released); False when there was none.
         """

@@ -221,14 +221,14 @@ class Multithreading(VecEnv):
         self.observations, self.final_observations = rows.observations, rows.final_observations
         return (rows.observations, rows.rewards, rows.terminals, rows.truncations, infos, agent_ids, rows.masks)
 
-    def help(self) -> bool:
+    def help_step(self) -> bool:
         """Pipelined (batch_size < num_envs): steps one chunk of the envs stepping in the background on
         the calling thread, and returns whether there was one. A caller about to wait idle (for its
         policy's results on a GPU) lends its core this way; the results are the same either way."""
         if self.num_buffers == 1 or not self._in_use.acquire(False):
             return False
         try:
-            return self.env.help()
+            return self.env.help_step()
         finally:
             self._in_use.release()
 

@@ -124,7 +124,7 @@ class TorchVector:
             if self.device.index is None:
                 self.device = torch.device("cuda", torch.cuda.current_device())
             # A pipelined vector takes the caller's help while it waits for the GPU.
-            self._copies = _CudaCopies(torch, self.device, getattr(vecenv, "help", None))
+            self._copies = _CudaCopies(torch, self.device, getattr(vecenv, "help_step", None))
         elif self.device.type == "cpu":
             self._copies = None
         else:

@@ -252,10 +252,10 @@ class NativeEnv(PufferEnv):
             if self._vec.submit(buffer, self._check_buffer_actions.converted(actions), checked=True) < 0:
                 raise AssertionError("converted actions were refused by the native vector")
 
-    def help(self) -> bool:
+    def help_step(self) -> bool:
         """Steps one chunk of the buffer step in flight (num_buffers > 1) on the calling thread; False
         when none was left. For a caller that would otherwise wait idle, for a GPU say."""
-        return self._vec.help()
+        return self._vec.help_step()
 
     def wait(self, buffer: int) -> list[dict]:
         """Waits for the step of buffer ``buffer``; returns its infos."""
