@@ -1,8 +1,8 @@
 // pipeline_test: buffers stepped by the Pipeline's driver thread (with pool workers helping) while
-// this thread "works" must match a vector stepped buffer by buffer in the same order, bit for bit;
-// destroying a pipeline with steps in flight must be clean; a fork()ed child gets an error for the
-// steps in flight at fork (not a hang), recovers after clear() and never joins the parent's driver.
-// Exit 0 = pass.
+// this thread "works" (or steps chunks of the buffer in flight itself, help()) must match a vector stepped buffer by
+// buffer in the same order, bit for bit; destroying a pipeline with steps in flight must be clean; a fork()ed child
+// gets an error for the steps in flight at fork (not a hang), recovers after clear() and never joins the parent's
+// driver. Exit 0 = pass.
 #if !defined(_WIN32)
 #include <unistd.h>
 #endif
@@ -30,7 +30,8 @@ void busy_work(unsigned iterations) {
     for (unsigned i = 0; i < iterations; ++i) x = x * 31 + i;
 }
 
-void run(const shoal_env_spec& spec, size_t num_envs, size_t num_buffers, unsigned pool_threads, size_t rounds) {
+void run(const shoal_env_spec& spec, size_t num_envs, size_t num_buffers, unsigned pool_threads, size_t rounds,
+         bool caller_helps = false) {
     const size_t agents = size_t(spec.num_agents);
     const size_t rows = num_envs * agents;
     Storage ref_storage(spec, num_envs), pipe_storage(spec, num_envs);
@@ -40,8 +41,9 @@ void run(const shoal_env_spec& spec, size_t num_envs, size_t num_buffers, unsign
     shoal::StopRequest stop;
     reference.reset_range(0, num_envs, 5);
     pooled.reset_range(0, num_envs, 5);
-    const std::string label =
-        std::string(spec.name) + " buffers=" + std::to_string(num_buffers) + " pool=" + std::to_string(pool_threads);
+    const std::string label = std::string(spec.name) + " buffers=" + std::to_string(num_buffers) +
+                              " pool=" + std::to_string(pool_threads) + (caller_helps ? " caller helps" : "");
+    size_t helped = 0;
     uint64_t episodes_ref = 0, episodes_pipe = 0;  // must agree: the same steps ended the same episodes
     {
         shoal::Pipeline pipeline(pooled, pool, stop, num_buffers, pipe_storage.actions.data(), agents * 4);
@@ -61,7 +63,11 @@ void run(const shoal_env_spec& spec, size_t num_envs, size_t num_buffers, unsign
                 std::memcpy(&ref_storage.actions[b * per * agents * 4], actions.data(), actions.size() * 4);
                 episodes_ref += reference.step_range(b * per, (b + 1) * per);
                 pipeline.submit(b, reinterpret_cast<const unsigned char*>(actions.data()));
-                busy_work(2000);  // the caller's "policy" overlaps the driver's stepping
+                if (caller_helps) {
+                    while (pipeline.help()) ++helped;  // the caller steps chunks beside the driver and workers
+                } else {
+                    busy_work(2000);  // the caller's "policy" overlaps the driver's stepping
+                }
             }
         }
         for (size_t b = 0; b < num_buffers; ++b) episodes_pipe += pipeline.wait(b, messages);
@@ -70,6 +76,7 @@ void run(const shoal_env_spec& spec, size_t num_envs, size_t num_buffers, unsign
     }
     check(episodes_pipe > 0, label + ": no episode ended");
     check(episodes_pipe == episodes_ref, label + ": episode counts differ");
+    if (caller_helps && num_buffers > 1) check(helped > 0, label + ": the caller never found a chunk to step");
 }
 
 void destroy_in_flight(unsigned pool_threads) {
@@ -147,6 +154,7 @@ int main() {
         for (size_t buffers : {1u, 2u, 4u}) {
             run(*shoal_env_spec_cartpole(), 256, buffers, threads, 400);
             run(*shoal_env_spec_grid(), 32, buffers, threads, 150);
+            run(*shoal_env_spec_cartpole(), 256, buffers, threads, 400, true);
         }
         destroy_in_flight(threads);
     }
