@@ -13,8 +13,10 @@ The limit of the loop is the slower of (a) and (b): overlapped, the loop cannot 
 
 With CUDA the policy is a real torch MLP (obs -> 256 -> 256 -> actions, fp32) on the GPU. Elsewhere
 it is a GPU stand-in: a call that spends ``--cpu-share`` of the latency as caller CPU work (what
-kernel launches cost) and then blocks for the latency with the GIL released, using no core; its
-latency is (a)'s step time, measured first in this run, so that the two halves are equal.
+kernel launches cost) and then waits for the latency with the GIL released, using no core; its
+latency is (a)'s step time, measured first in this run, so that the two halves are equal. In (d) it
+waits as the hand-off waits for a GPU's results (stepping envs of the buffer in flight meanwhile,
+``step_while_waiting``); ``--no-help`` makes it sleep instead.
 
 Timed: the steady loop after warm-up (construction, reset, warm-up and CUDA start are not timed).
 The last lines, one per env, are for scripts: ``trainer: <env> d/limit=<x> d/c=<y>``.
@@ -83,16 +85,24 @@ class MLP:
 
 
 class StandIn:
-    """A GPU stand-in: ``cpu_s`` of caller CPU work, then ``latency_s`` blocked with the GIL released."""
+    """A GPU stand-in: ``cpu_s`` of caller CPU work (the launches), then ``latency_s`` until the results
+    are there, waited for with the GIL released and no core used. Through the hand-off (``wait``: the
+    vector's step_while_waiting) the wait is the hand-off's wait for a GPU's results: the caller steps
+    envs of the buffer in flight until the results are there or none is left, then sleeps the rest."""
 
-    def __init__(self, latency_s: float, cpu_s: float, actions):
-        self.latency_s, self.cpu_s, self.actions = latency_s, cpu_s, actions
+    def __init__(self, latency_s: float, cpu_s: float, actions, wait=None):
+        self.latency_s, self.cpu_s, self.actions, self.wait = latency_s, cpu_s, actions, wait
 
     def __call__(self, obs):
         end = time.perf_counter() + self.cpu_s
         while time.perf_counter() < end:
             pass
-        time.sleep(self.latency_s)
+        ready = end + self.latency_s
+        if self.wait is not None:
+            self.wait(lambda: time.perf_counter() >= ready)
+        left = ready - time.perf_counter()
+        if left > 0:
+            time.sleep(left)
         return self.actions
 
 
@@ -193,11 +203,12 @@ def run_case(spec: dict) -> dict:
             v.async_reset()
             result["threads"] = v.max_num_threads
             if device == "standin":
-                policy = StandIn(spec["latency_s"], spec["cpu_s"], torch_free_actions(host_actions))
+                wait = None if spec.get("no_help") else v.step_while_waiting
+                policy = StandIn(spec["latency_s"], spec["cpu_s"], torch_free_actions(host_actions), wait)
             else:
                 policy = policy_for(device)
                 if spec.get("no_help"):
-                    v._copies.help_envs = None  # diagnostic only: the caller sleeps while the GPU works
+                    v._copies.step_while_waiting = None  # diagnostic only: the caller sleeps while the GPU works
 
             def step():
                 obs = v.recv()[0]

@@ -197,9 +197,10 @@ void bind_vector(py::module_& m) {
             },
             py::arg("buffer"), "Pipelined: waits (GIL released) for a buffer's step; returns episodes ended.")
         .def(
-            "help_step", [](V& v) { return v.core.help(); }, released,
-            "Pipelined: steps one chunk of the buffer step in flight on this thread (GIL released); False when "
-            "there was none.")
+            "help_step", [](V& v, uint64_t budget_ns) { return v.core.help(budget_ns); }, py::arg("budget_ns"),
+            released,
+            "Pipelined: steps chunks of the buffer step in flight on this thread for about budget_ns (GIL released); "
+            "False when there was none.")
         .def_property(
             "box_actions",
             [](const V& v) -> std::string {

@@ -64,7 +64,7 @@ void run(const shoal_env_spec& spec, size_t num_envs, size_t num_buffers, unsign
                 episodes_ref += reference.step_range(b * per, (b + 1) * per);
                 pipeline.submit(b, reinterpret_cast<const unsigned char*>(actions.data()));
                 if (caller_helps) {
-                    while (pipeline.help()) ++helped;  // the caller steps chunks beside the driver and workers
+                    while (pipeline.help(20000)) ++helped;  // the caller steps chunks beside the driver and workers
                 } else {
                     busy_work(2000);  // the caller's "policy" overlaps the driver's stepping
                 }

@@ -70,9 +70,9 @@ class Vector:
         """
         Raw bytes of env `index`'s struct (tests read and write env state through it).
         """
-    def help_step(self) -> bool:
+    def help_step(self, budget_ns: typing.SupportsInt | typing.SupportsIndex) -> bool:
         """
-        Pipelined: steps one chunk of the buffer step in flight on this thread (GIL released); False when there was none.
+        Pipelined: steps chunks of the buffer step in flight on this thread for about budget_ns (GIL released); False when there was none.
         """
     def pool_stats(self) -> dict:
         """

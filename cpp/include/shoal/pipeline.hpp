@@ -150,15 +150,22 @@ public:
         return std::exchange(result.episodes, 0);
     }
 
-    /// Steps one chunk of the job the driver is on, from the back (the caller, while it waits for
-    /// something else: its policy's results on a GPU). False when no job is in flight or none of
-    /// its chunks is left to claim. Same thread as submit().
-    bool help() noexcept {
+    /// Steps chunks of the job the driver is on, from the back, for about `budget_ns` (the caller,
+    /// while it waits for something else: its policy's results on a GPU). False when no job is in
+    /// flight or none of its chunks was left to claim. Same thread as submit().
+    bool help(uint64_t budget_ns) noexcept {
         if (epoch_.forked() || lost_at_fork_) return false;
         const uint32_t job = completed_.word.load(std::memory_order_acquire);
         if (job == submitted_.word.load(std::memory_order_relaxed)) return false;
         // The ring slot of a job in flight was written by submit(), on this thread.
-        return step_chunks(ring_[job % num_buffers_], job, true, nullptr, 1) != 0;
+        const size_t b = ring_[job % num_buffers_];
+        const uint64_t start = detail::now_ns();
+        size_t stepped = 0;
+        while (step_chunks(b, job, true, nullptr, 1) != 0) {
+            ++stepped;
+            if (detail::now_ns() - start >= budget_ns) break;
+        }
+        return stepped != 0;
     }
 
     /// Waits for every submitted step (before a reset, a thread-count change or destruction).

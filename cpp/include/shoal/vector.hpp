@@ -174,11 +174,12 @@ public:
         return episodes;
     }
 
-    /// Pipelined: steps one chunk of the buffer step in flight, on the calling thread (the caller
-    /// lending its core while it waits for something else); false when there was none to step.
-    bool help() {
+    /// Pipelined: steps chunks of the buffer step in flight on the calling thread for about
+    /// `budget_ns` (the caller lending its core while it waits for something else); false when there
+    /// was none to step.
+    bool help(uint64_t budget_ns) {
         Busy busy(*this);
-        return pipeline_ && pipeline_->help();
+        return pipeline_ && pipeline_->help(budget_ns);
     }
 
     /// Stops the step in flight at the next piece or chunk boundary, from any thread (close() from

@@ -222,8 +222,8 @@ class Multithreading(VecEnv):
         return (rows.observations, rows.rewards, rows.terminals, rows.truncations, infos, agent_ids, rows.masks)
 
     def help_step(self) -> bool:
-        """Pipelined (batch_size < num_envs): steps one chunk of the envs stepping in the background on
-        the calling thread, and returns whether there was one. A caller about to wait idle (for its
+        """Pipelined (batch_size < num_envs): steps chunks of the envs stepping in the background on
+        the calling thread for a few microseconds, and returns whether there were any. A caller about to wait idle (for its
         policy's results on a GPU) lends its core this way; the results are the same either way."""
         if self.num_buffers == 1 or not self._in_use.acquire(False):
             return False
@@ -231,6 +231,16 @@ class Multithreading(VecEnv):
             return self.env.help_step()
         finally:
             self._in_use.release()
+
+    def step_while_waiting(self, ready) -> bool:
+        """Steps chunks of the envs stepping in the background on the calling thread until ``ready()``
+        is true or no chunk is left; returns ``ready()``'s last answer. For a caller about to wait for
+        something else (its policy's results from an accelerator): its core steps envs meanwhile,
+        then it waits its own way for what is left. Results are the same either way."""
+        while not ready():
+            if not self.help_step():
+                return False
+        return True
 
     def _leave(self, state: int) -> None:
         """Ends IN_CALL with ``state``, unless the vector was closed (or marked for reset) meanwhile."""

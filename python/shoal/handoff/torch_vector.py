@@ -124,7 +124,7 @@ class TorchVector:
             if self.device.index is None:
                 self.device = torch.device("cuda", torch.cuda.current_device())
             # A pipelined vector takes the caller's help while it waits for the GPU.
-            self._copies = _CudaCopies(torch, self.device, getattr(vecenv, "help_step", None))
+            self._copies = _CudaCopies(torch, self.device, getattr(vecenv, "step_while_waiting", None))
         elif self.device.type == "cpu":
             self._copies = None
         else:
@@ -243,10 +243,10 @@ class TorchVector:
 class _CudaCopies:
     """The CUDA side: one stream of shoal's, events ordering it with the trainer's stream, page-locked hosts."""
 
-    def __init__(self, torch, device, help_envs=None):
+    def __init__(self, torch, device, step_while_waiting=None):
         self._torch = torch
         self.device = device
-        self.help_envs = help_envs  # steps a chunk of envs on this thread; False when none is left
+        self.step_while_waiting = step_while_waiting  # the vector's, where it steps in the background
         with torch.cuda.device(device):
             self.stream = torch.cuda.Stream(device)
             self._copied = torch.cuda.Event()
@@ -304,9 +304,8 @@ class _CudaCopies:
             self._actions_copied.record(self.stream)
         # While the GPU finishes the policy, this thread steps envs of the other buffer rather than
         # wait idle. Once none are left to step, no env wants its core and it waits on the event.
-        if self.help_envs is not None:
-            while not self._actions_copied.query() and self.help_envs():
-                pass
+        if self.step_while_waiting is not None:
+            self.step_while_waiting(self._actions_copied.query)
         self._actions_copied.synchronize()
         return host_array
 

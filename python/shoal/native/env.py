@@ -20,6 +20,9 @@ from ..validation import check_bool, check_choice, check_integer
 from .spec import action_space, configured, observation_space, resolve_params
 
 SCHEDULES = ("static", "dynamic")
+# How long one help_step() steps envs: long beside the cost of a call from Python, short beside a
+# policy's latency (a caller whose results arrive meanwhile is late by at most this, plus a chunk).
+HELP_BUDGET_NS = 20_000
 MAX_THREADS = 1024
 
 
@@ -253,9 +256,10 @@ class NativeEnv(PufferEnv):
                 raise AssertionError("converted actions were refused by the native vector")
 
     def help_step(self) -> bool:
-        """Steps one chunk of the buffer step in flight (num_buffers > 1) on the calling thread; False
-        when none was left. For a caller that would otherwise wait idle, for a GPU say."""
-        return self._vec.help_step()
+        """Steps chunks of the buffer step in flight (num_buffers > 1) on the calling thread for up to
+        HELP_BUDGET_NS; False when none was left. For a caller that would otherwise wait idle, for a
+        GPU say."""
+        return self._vec.help_step(HELP_BUDGET_NS)
 
     def wait(self, buffer: int) -> list[dict]:
         """Waits for the step of buffer ``buffer``; returns its infos."""
