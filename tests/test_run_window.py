@@ -195,3 +195,19 @@ def test_shoal_autotune_prints_progress_lines_off_a_terminal(monkeypatch, capsys
     assert cli.main(["autotune", "--config", str(path), "--budget", "0.5"]) == 0
     err = capsys.readouterr().err
     assert re.search(r"^shoal autotune: measuring: 1 sample, \d+ s: Multithreading n=16 T=0$", err, re.M), err
+
+
+def test_shoal_bench_names_a_busy_machine_in_its_table(tmp_path):
+    path = tmp_path / "config.ini"
+    path.write_text("[env]\nname = cartpole\n[vec]\nbackend = Multithreading\nnum_envs = 16\n")
+    args = ["bench", "--config", path, "--no-peers", "--repeats", 1, "--seconds", 0.2, "--out", tmp_path / "out"]
+    with benchmark.competing_process():  # one core kept busy for the whole run
+        result = shoal(*args)
+    assert result.returncode == 0, result.stderr
+    table = (tmp_path / "out" / "bench.md").read_text()
+    assert re.search(
+        r"^Warning: the machine was busy while measuring \(other processes kept [\d.]+ of the machine's \d+ CPUs "
+        r"busy while measuring[^)]*\): the figures are the load's too\.$",
+        table,
+        re.M,
+    ), table

@@ -101,6 +101,7 @@ def cmd_bench(args, overrides) -> int:
     )
     sys.stdout.flush()  # before progress lines on stderr, so that a log keeps the order
     progress = True if args.progress else None  # None: a bar on a terminal, a line every 10 s elsewhere
+    before = benchmark.machine_times()
     with third_party_warnings_kept_out() as kept_out:
         calibrating = benchmark.Progress(
             "shoal bench: calibrating", len(settings) + len(peers), "configuration", mode=progress
@@ -138,7 +139,12 @@ def cmd_bench(args, overrides) -> int:
             f"reset and warm-up; ~{args.seconds:.1f} s per sample, cases interleaved",
         }
     )
+    busy = benchmark.busy_reasons(before, benchmark.machine_times())
     notes = ["spread = (max - min) / median over the repeats."] + [f"Left out: {why}." for why in left_out]
+    if busy:
+        notes.append(
+            f"Warning: the machine was busy while measuring ({'; '.join(busy)}): the figures are the load's too."
+        )
     if kept_out:
         notes.append(f"{kept_out} third-party warnings were kept out of the output.")
     table = benchmark.format_markdown(
