@@ -153,7 +153,7 @@ class Progress:
         """What the loop is doing now (a bar's description, the tail of a line)."""
         self.note = note
         if self.bar is not None:
-            self.bar.set_description(f"{note[:40]:<40}")
+            self.bar.set_description(f"{note[:40]:<40}", refresh=False)  # drawn at tqdm's own pace
             self.bar.update(0)
 
     def update(self, n: int) -> None:
