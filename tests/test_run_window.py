@@ -4,6 +4,7 @@ how long it timed), and long commands print progress lines where stderr is not a
 from __future__ import annotations
 
 import io
+import os
 import re
 import subprocess
 import sys
@@ -197,17 +198,25 @@ def test_shoal_autotune_prints_progress_lines_off_a_terminal(monkeypatch, capsys
     assert re.search(r"^shoal autotune: measuring: 1 sample, \d+ s: Multithreading n=16 T=0$", err, re.M), err
 
 
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="pins processes with os.sched_setaffinity (Linux)")
 def test_shoal_bench_names_a_busy_machine_in_its_table(tmp_path):
+    one_cpu = {min(os.sched_getaffinity(0))}  # the command and a competing process share it
     path = tmp_path / "config.ini"
     path.write_text("[env]\nname = cartpole\n[vec]\nbackend = Multithreading\nnum_envs = 16\n")
     args = ["bench", "--config", path, "--no-peers", "--repeats", 1, "--seconds", 0.2, "--out", tmp_path / "out"]
-    with benchmark.competing_process():  # one core kept busy for the whole run
-        result = shoal(*args)
+    with benchmark.competing_process(one_cpu):  # its CPU kept busy for the whole run
+        result = subprocess.run(
+            [sys.executable, "-m", "shoal", *map(str, args)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            preexec_fn=lambda: os.sched_setaffinity(0, one_cpu),
+        )
     assert result.returncode == 0, result.stderr
     table = (tmp_path / "out" / "bench.md").read_text()
     assert re.search(
-        r"^Warning: the machine was busy while measuring \(other processes kept [\d.]+ of the machine's \d+ CPUs "
-        r"busy while measuring[^)]*\): the figures are the load's too\.$",
+        r"^Warning: the machine was busy while measuring \(other processes kept [\d.]+ of the 1 CPU this "
+        r"process may use busy while measuring[^)]*\): the figures are the load's too\.$",
         table,
         re.M,
     ), table

@@ -190,9 +190,11 @@ def _isatty(file) -> bool:
 
 
 @contextlib.contextmanager
-def competing_process():
-    """One CPU-bound process running for the duration (a busy neighbour on the machine)."""
-    proc = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+def competing_process(cpus: set[int] | None = None):
+    """One CPU-bound process running for the duration (a busy neighbour on the machine), on ``cpus``
+    only when given (Linux)."""
+    pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
+    proc = subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=pin)
     time.sleep(0.2)
     try:
         yield proc
@@ -256,8 +258,8 @@ def case_row(case: Case, baseline: Case | None = None) -> list:
 
 @dataclass(frozen=True)
 class MachineTimes:
-    """What the machine's CPUs had done by a moment: /proc/stat's counters (Linux; None elsewhere) and
-    this process's own CPU time, its reaped children's (Multiprocessing workers) included."""
+    """What the CPUs this process may use had done by a moment: /proc/stat's counters (Linux; None
+    elsewhere) and this process's own CPU time, its reaped children's (Multiprocessing workers) included."""
 
     wall: float
     own_cpu: float
@@ -280,11 +282,22 @@ def machine_times() -> MachineTimes:
             lines = f.read().splitlines()
     except OSError:
         return MachineTimes(**base)
-    fields = [int(x) for x in lines[0].split()[1:]]  # the "cpu" line: every CPU summed, in clock ticks
+    per_cpu = {}
+    for line in lines:
+        match = re.match(r"cpu(\d+) (.*)", line)
+        if match:
+            per_cpu[int(match.group(1))] = [int(x) for x in match.group(2).split()]
+    allowed = set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else set(per_cpu)
+    if not allowed or not allowed <= per_cpu.keys():  # CPUs /proc/stat does not list: the machine's total
+        allowed = set(per_cpu)
+    # Only the CPUs this process may run on: others busy elsewhere do not compete with it.
+    fields = [sum(column) for column in zip(*(per_cpu[cpu] for cpu in allowed))] if allowed else []
+    if not fields:
+        fields = [int(x) for x in lines[0].split()[1:]]  # the "cpu" line: every CPU summed
     fields += [0] * (8 - len(fields))
-    user, nice, system, idle, iowait, irq, softirq, steal = fields[:8]
+    user, nice, system, idle, iowait, irq, softirq, steal = fields[:8]  # clock ticks
     tick = os.sysconf("SC_CLK_TCK")
-    base["cpus"] = sum(1 for line in lines if re.match(r"cpu\d+ ", line)) or base["cpus"]
+    base["cpus"] = len(allowed) or base["cpus"]
     return MachineTimes(
         **base,
         busy=(user + nice + system + irq + softirq) / tick,
@@ -312,7 +325,8 @@ def busy_reasons(before: MachineTimes, after: MachineTimes) -> list[str]:
         others_cpus = max(0.0, others / wall)
         if others_cpus > OTHERS_SHARE * after.cpus:
             reasons.append(
-                f"other processes kept {others_cpus:.1f} of the machine's {after.cpus} CPUs busy while measuring"
+                f"other processes kept {others_cpus:.1f} of the {after.cpus} CPU{'s' if after.cpus != 1 else ''} "
+                "this process may use busy while measuring"
             )
         elapsed = after.total - before.total
         stolen = (after.steal - before.steal) / elapsed if elapsed > 0 else 0.0
