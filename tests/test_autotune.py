@@ -270,3 +270,18 @@ def test_autotune_warns_when_another_process_competes(tmp_path):
         result.stdout,
         re.M,
     ), result.stdout
+
+
+@needs_affinity
+def test_the_busy_measure_counts_only_the_cpus_this_process_may_use():
+    from shoal.benchmark import _allowed_cpus
+
+    assert _allowed_cpus() == os.sched_getaffinity(0)
+    pinned = subprocess.run(
+        [sys.executable, "-c", "from shoal.benchmark import machine_times; print(machine_times().cpus)"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=lambda: os.sched_setaffinity(0, ONE_CPU),
+    )
+    assert pinned.stdout.strip() == "1", pinned.stderr

@@ -287,7 +287,7 @@ def machine_times() -> MachineTimes:
         match = re.match(r"cpu(\d+) (.*)", line)
         if match:
             per_cpu[int(match.group(1))] = [int(x) for x in match.group(2).split()]
-    allowed = set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else set(per_cpu)
+    allowed = _allowed_cpus()
     if not allowed or not allowed <= per_cpu.keys():  # CPUs /proc/stat does not list: the machine's total
         allowed = set(per_cpu)
     # Only the CPUs this process may run on: others busy elsewhere do not compete with it.
@@ -304,6 +304,22 @@ def machine_times() -> MachineTimes:
         steal=steal / tick,
         total=sum(fields[:8]) / tick,
     )
+
+
+def _allowed_cpus() -> set[int]:
+    """The CPUs this process may run on, from /proc/self/status (read beside /proc/stat, whose per-CPU
+    lines it selects); empty where the file does not say."""
+    try:
+        with open("/proc/self/status") as f:
+            text = next((line.split(":", 1)[1] for line in f if line.startswith("Cpus_allowed_list:")), "")
+    except OSError:
+        return set()
+    cpus: set[int] = set()
+    for part in text.strip().split(","):
+        first, _, last = part.partition("-")
+        if first.isdigit():
+            cpus.update(range(int(first), int(last or first) + 1) if (last or first).isdigit() else ())
+    return cpus
 
 
 #: other processes using more than this share of the machine's CPUs while we measure compete with
