@@ -1,11 +1,28 @@
-"""autotune: interleaved rounds until the budget is spent, ties within the noise, the simplest wins."""
+"""autotune: interleaved rounds until the budget is spent, ties within the noise, the simplest wins;
+num_envs is kept unless asked for, and a machine too busy for the verdict is named."""
 
 from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
-from shoal.tuning import Candidate, ini_lines, measure_rounds, num_envs_sweep, recommend, ties
+from shoal import benchmark
+from shoal.benchmark import MachineTimes, busy_reasons
+from shoal.tuning import (
+    Candidate,
+    ini_lines,
+    load_warnings,
+    measure_rounds,
+    num_envs_sweep,
+    recommend,
+    ties,
+    verdict_warnings,
+)
 
 # True speeds of a made-up machine: Multithreading T=1 and T=2 are equal within noise, Serial slower.
 TRUE_SPS = {
@@ -140,3 +157,131 @@ def test_a_family_whose_sps_stopped_growing_with_num_envs_skips_the_larger_sizes
     assert logged == [
         f"  Serial n={n}: skipped (SPS stopped growing with num_envs in its family)" for n in (4096, 8192, 16384)
     ]
+
+
+# -- num_envs is the user's; a busy machine is named -----------------------------------------------
+
+
+def autotune(*args, cpus=None):
+    """The command in a child process, on ``cpus`` only when given."""
+    pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
+    return subprocess.run(
+        [sys.executable, "-m", "shoal", "autotune", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=pin,
+    )
+
+
+#: one CPU this process may use: the command and a competing process share it, so the competition is
+#: the same on a 2-core laptop and a 64-core CI runner
+ONE_CPU = {min(os.sched_getaffinity(0))} if hasattr(os, "sched_getaffinity") else None
+needs_affinity = pytest.mark.skipif(ONE_CPU is None, reason="pins processes with os.sched_setaffinity (Linux)")
+
+
+def test_autotune_twice_on_a_64_env_config_keeps_num_envs_64(tmp_path):
+    # A run that recommended num_envs = 32 for a 64-env config changed the user's training batch.
+    path = tmp_path / "config.ini"
+    path.write_text("[env]\nname = cartpole\n[vec]\nbackend = Multithreading\nnum_envs = 64\n")
+    for _ in range(2):
+        result = autotune("--config", path, "--budget", 2, "--write")
+        assert result.returncode == 0, result.stderr
+        assert "num_envs kept at 64: it is your training hyperparameter" in result.stdout
+        assert set(re.findall(r" n=(\d+)", result.stdout)) == {"64"}, result.stdout  # no other size measured
+        recommended = result.stdout.split("recommended [vec]")[1]
+        assert "\nnum_envs = 64\n" in recommended
+        assert re.search(r"^num_envs = 64$", path.read_text(), re.M)
+
+
+def test_search_num_envs_is_asked_for_and_said():
+    from shoal.config import load
+    from shoal.tuning import candidate_configs
+
+    config = load(None, {"vec.num_envs": "64"})
+    assert {vec["num_envs"] for _, vec in candidate_configs(config, num_envs_sweep(64))} == {16, 32, 64, 128, 256}
+    result = autotune("--vec.num_envs", 64, "--budget", 1, "--search-num-envs")
+    assert result.returncode == 0, result.stderr
+    assert "num_envs searched over [16, 32, 64, 128, 256]: a different num_envs changes your trainer's batch" in (
+        result.stdout
+    )
+
+
+def times(wall, own, busy, steal=0.0, total=None, cpus=2, load=None):
+    return MachineTimes(
+        wall=wall,
+        own_cpu=own,
+        busy=busy,
+        steal=steal,
+        total=cpus * wall if total is None else total,
+        cpus=cpus,
+        load=load,
+    )
+
+
+def test_busy_reasons_name_other_processes_steal_or_the_load():
+    quiet = busy_reasons(times(0, 0, 0), times(10, 19, 19.5))  # the run used its 2 CPUs, others 0.05 of one
+    assert quiet == []
+    others = busy_reasons(times(0, 0, 0), times(10, 10, 25))  # 15 CPU-seconds in 10 s that were not ours
+    assert others == ["other processes kept 1.5 of the 2 CPUs this process may use busy while measuring"]
+    stolen = busy_reasons(times(0, 0, 0, steal=0), times(10, 10, 10, steal=2))
+    assert stolen == ["the hypervisor took 10 % of CPU time (steal)"]
+    # Without /proc/stat (macOS): the load average when measuring began.
+    no_stat = MachineTimes(wall=0, own_cpu=0, cpus=4, load=3.5)
+    assert busy_reasons(no_stat, MachineTimes(wall=10, own_cpu=10, cpus=4)) == [
+        "the load average was 3.50 on 4 CPUs when measuring began"
+    ]
+    assert (
+        busy_reasons(MachineTimes(wall=0, own_cpu=0, cpus=4, load=1.0), MachineTimes(wall=10, own_cpu=10, cpus=4)) == []
+    )
+
+
+def test_a_wide_spread_of_the_fastest_and_ties_on_a_busy_machine_are_warned_about():
+    cands = candidates()
+    for cand in cands:
+        cand.samples = [TRUE_SPS[cand.label]] * 3
+    quiet = times(0, 0, 0), times(10, 19, 19)
+    assert load_warnings(*quiet, cands) == [] and verdict_warnings([], ties(cands)) == []
+    best = max(cands, key=lambda c: TRUE_SPS[c.label])
+    best.samples = [0.7 * TRUE_SPS[best.label], TRUE_SPS[best.label], 1.0 * TRUE_SPS[best.label]]
+    reasons = load_warnings(*quiet, cands)
+    assert reasons == ["the fastest configuration's 3 samples spread 30 % (lowest to highest)"]
+    tied = ties(cands)
+    assert len(tied) > 1
+    lines = verdict_warnings(reasons, tied)
+    assert lines[0] == (
+        "warning: the machine was too busy for a reliable verdict: the fastest configuration's 3 samples spread "
+        "30 % (lowest to highest). Rerun on a quiet machine, or with a larger --budget."
+    )
+    assert lines[1].startswith(f"warning: {len(tied)} configurations tie on a busy machine: ")
+    assert verdict_warnings(reasons, tied[:1]) == lines[:1]  # no tie: no tie warning
+
+
+@needs_affinity
+def test_autotune_warns_when_another_process_competes(tmp_path):
+    path = tmp_path / "config.ini"
+    path.write_text("[env]\nname = cartpole\n[vec]\nbackend = Multithreading\nnum_envs = 64\n")
+    with benchmark.competing_process(ONE_CPU):  # its CPU kept busy for the whole run
+        result = autotune("--config", path, "--budget", 2, cpus=ONE_CPU)
+    assert result.returncode == 0, result.stderr
+    assert re.search(
+        r"^warning: the machine was too busy for a reliable verdict: other processes kept [\d.]+ of the "
+        r"1 CPU this process may use busy while measuring",
+        result.stdout,
+        re.M,
+    ), result.stdout
+
+
+@needs_affinity
+def test_the_busy_measure_counts_only_the_cpus_this_process_may_use():
+    from shoal.benchmark import _allowed_cpus
+
+    assert _allowed_cpus() == os.sched_getaffinity(0)
+    pinned = subprocess.run(
+        [sys.executable, "-c", "from shoal.benchmark import machine_times; print(machine_times().cpus)"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=lambda: os.sched_setaffinity(0, ONE_CPU),
+    )
+    assert pinned.stdout.strip() == "1", pinned.stderr

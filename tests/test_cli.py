@@ -34,7 +34,7 @@ def test_run_default_config_reports_sps():
 
 
 def test_overrides_reach_the_vector():
-    result = shoal("run", "--steps", 100000, "--vec.max_num_threads", 1, "--vec.num_envs=512")
+    result = shoal("run", "--steps", 100000, "--seconds", 0, "--vec.max_num_threads", 1, "--vec.num_envs=512")
     assert result.returncode == 0, result.stderr
     assert "max_num_threads: 1" in result.stdout and "num_envs: 512" in result.stdout
 
@@ -87,7 +87,7 @@ def test_gymnasium_env_under_multiprocessing(tmp_path):
     path = write(
         tmp_path,
         "[env]\nname = gymnasium:CartPole-v1\n[vec]\nbackend = Multiprocessing\n"
-        "num_envs = 8\nnum_workers = 2\noverwork = true\n[run]\nsteps = 20000\n",
+        "num_envs = 8\nnum_workers = 2\noverwork = true\n[run]\nsteps = 20000\nseconds = 0\n",
     )
     result = shoal("run", "--config", path)
     assert result.returncode == 0, result.stderr
@@ -103,7 +103,7 @@ def test_autotune_write_produces_a_config_run_accepts(tmp_path):
     written = path.read_text()
     assert "; shoal's embedded default configuration" in written  # comments kept
     assert "[run]" in written
-    result = shoal("run", "--config", path, "--steps", 50000)
+    result = shoal("run", "--config", path, "--steps", 50000, "--seconds", 0)
     assert result.returncode == 0, result.stderr
     assert sps_of(result.stdout) > 0
 
@@ -169,6 +169,6 @@ def test_a_num_envs_of_26_digits_is_refused_with_the_estimate(tmp_path):
 def test_a_config_with_a_utf8_byte_order_mark_is_read(tmp_path):
     path = tmp_path / "bom.ini"
     path.write_bytes(b"\xef\xbb\xbf[env]\nname = cartpole\n[vec]\nbackend = Serial\nnum_envs = 2\n")
-    result = shoal("run", "--config", path, "--steps", 100)
+    result = shoal("run", "--config", path, "--steps", 100, "--seconds", 0)
     assert result.returncode == 0, result.stderr
     assert "backend: Serial" in result.stdout and "num_envs: 2" in result.stdout

@@ -100,7 +100,7 @@ def test_module_callable_is_found_beside_the_config_file(tmp_path):
     )
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    result = shoal("run", "--config", folder / "config.ini", "--steps", 40, cwd=elsewhere)
+    result = shoal("run", "--config", folder / "config.ini", "--steps", 40, "--seconds", 0, cwd=elsewhere)
     assert result.returncode == 0, result.stderr
     assert "mean length: 5.0" in result.stdout
 

@@ -99,15 +99,33 @@ def cmd_bench(args, overrides) -> int:
     print(
         f"shoal bench: {config.env_name}, num_envs {n}: {len(settings)} shoal configurations, {len(peers)} peers, {args.repeats} repeats"
     )
-    progress = sys.stderr.isatty() or args.progress
+    sys.stdout.flush()  # before progress lines on stderr, so that a log keeps the order
+    progress = True if args.progress else None  # None: a bar on a terminal, a line every 10 s elsewhere
+    before = benchmark.machine_times()
     with third_party_warnings_kept_out() as kept_out:
-        cases = [_calibrated(label, _shoal_build(creator, config, vec), args.seconds) for label, vec in settings]
+        calibrating = benchmark.Progress(
+            "shoal bench: calibrating", len(settings) + len(peers), "configuration", mode=progress
+        )
+        cases = []
+        for label, vec in settings:
+            calibrating.describe(label)
+            cases.append(_calibrated(label, _shoal_build(creator, config, vec), args.seconds))
+            calibrating.update(1)
         for label, build in peers:
+            calibrating.describe(label)
             try:
                 cases.append(_calibrated(label, build, args.seconds))
             except Exception as error:  # a peer that cannot run this env is named, not fatal
                 left_out.append(f"{label}: {type(error).__name__}: {error}")
-        benchmark.run_cases(cases, args.repeats, log=(print if args.verbose else lambda *_: None), progress=progress)
+            calibrating.update(1)
+        calibrating.close()
+        benchmark.run_cases(
+            cases,
+            args.repeats,
+            log=(print if args.verbose else lambda *_: None),
+            progress=progress,
+            what="shoal bench: measuring",
+        )
     baseline = max(cases, key=lambda c: c.name.startswith("Serial"))
     ranked = sorted(cases, key=lambda c: -c.median)
     rows = [benchmark.case_row(c, baseline) + ["peer" if is_peer(c) else "shoal"] for c in ranked]
@@ -121,7 +139,12 @@ def cmd_bench(args, overrides) -> int:
             f"reset and warm-up; ~{args.seconds:.1f} s per sample, cases interleaved",
         }
     )
+    busy = benchmark.busy_reasons(before, benchmark.machine_times())
     notes = ["spread = (max - min) / median over the repeats."] + [f"Left out: {why}." for why in left_out]
+    if busy:
+        notes.append(
+            f"Warning: the machine was busy while measuring ({'; '.join(busy)}): the figures are the load's too."
+        )
     if kept_out:
         notes.append(f"{kept_out} third-party warnings were kept out of the output.")
     table = benchmark.format_markdown(
@@ -155,5 +178,9 @@ def add_commands(sub) -> None:
     bench.add_argument("--out", default="bench/results", help="directory for bench.md and bench.png")
     bench.add_argument("--no-peers", action="store_true", help="leave out EnvPool and gymnasium's vector envs")
     bench.add_argument("--verbose", action="store_true")
-    bench.add_argument("--progress", action="store_true", help="a progress bar even when stderr is not a terminal")
+    bench.add_argument(
+        "--progress",
+        action="store_true",
+        help="a progress bar even when stderr is not a terminal (else a line every 10 s there)",
+    )
     bench.set_defaults(func=cmd_bench)

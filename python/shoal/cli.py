@@ -5,14 +5,15 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import statistics
 import sys
 import time
 
 import numpy as np
 
 from . import __version__, _native
-from .benchmark import cpu_model, random_actions
-from .config import ConfigError, load, make_from_config, parse_value
+from .benchmark import Progress, cpu_model, random_actions
+from .config import RUN_OPTIONS, ConfigError, load, make_from_config, parse_value
 from .errors import APIUsageError, EnvError
 
 
@@ -37,7 +38,8 @@ OVERRIDES_HELP = """overrides:
   --section.key VALUE (or --section.key=VALUE) sets one key of the config file, e.g.
     shoal run --vec.backend Serial --vec.num_envs 64 --env.name gymnasium:CartPole-v1
   [env] name and the env's parameters, [vec] backend, num_envs, seed and the backend's
-  options (max_num_threads, num_workers, batch_size, ...), [run] steps and warmup.
+  options (max_num_threads, num_workers, batch_size, ...), [run] steps, seconds, repeats
+  and warmup.
   Keys the config does not set come from the embedded config.ini; a [vec] key must apply
   to the chosen backend. Errors in an override are reported as "command line: ...".
 """
@@ -59,66 +61,129 @@ def describe_vecenv(vecenv) -> dict:
     return desc
 
 
-def run_steps(vecenv, agent_steps: int, warmup: int, progress: bool, seed: int = 0) -> dict:
-    """Steps with random valid actions; returns SPS and episode stats of the timed part."""
-    from tqdm import tqdm
+#: a timed chunk shorter than this doubles the batch steps between two clock reads, so that reading
+#: the clock (and the progress line) costs nothing against the steps timed
+CHUNK_SECONDS = 0.01
+#: a window shorter than this gives a figure that can differ from shoal bench's ~1 s samples (clock
+#: boost and caches favour short runs); the report says so
+SHORT_WINDOW = 1.0
 
+
+def run_steps(
+    vecenv,
+    agent_steps: int,
+    warmup: int,
+    progress: bool | None = None,
+    seed: int = 0,
+    min_seconds: float = 0.0,
+    repeats: int = 1,
+    clock=time.perf_counter,
+) -> dict:
+    """Steps with random valid actions: reset, ``warmup`` untimed batch steps, then ``repeats`` timed
+    windows, each of at least ``agent_steps`` agent steps and at least ``min_seconds`` seconds.
+    Returns the median SPS of the windows, each window's SPS and seconds, and episode stats of the
+    timed part. ``progress`` as benchmark.Progress's mode (None: a bar on a terminal, else lines)."""
     actions = random_actions(vecenv, 16, seed)
+    per_batch = vecenv.agents_per_batch
     vecenv.async_reset(seed)
     vecenv.recv()
+    bar = Progress("shoal run: warm-up", warmup, "batch step", mode=progress if warmup else False)
     for i in range(warmup):
         vecenv.send(actions[i % 16])
         vecenv.recv()
-    batches = max(1, -(-agent_steps // vecenv.agents_per_batch))
-    episodes, returns, lengths = 0, 0.0, 0.0
-    bar = tqdm(
-        total=batches * vecenv.agents_per_batch,
-        unit="step",
-        unit_scale=True,
-        disable=not progress,
-        file=sys.stderr,
-        mininterval=0.5,
-    )
-    start = time.perf_counter()
-    for i in range(batches):
-        vecenv.send(actions[i % 16])
-        infos = vecenv.recv()[4]
-        for info in infos:
-            n = info.get("episodes", 1)
-            if "episode_return" in info:
-                episodes += n
-                returns += info["episode_return"] * n
-                lengths += info["episode_length"] * n
-        if progress and i % 64 == 0:
-            bar.update(64 * vecenv.agents_per_batch if i else vecenv.agents_per_batch)
-    elapsed = time.perf_counter() - start
+        bar.update(1)
     bar.close()
-    steps = batches * vecenv.agents_per_batch
+    batches = max(1, -(-agent_steps // per_batch))
+    stats = {"episodes": 0, "returns": 0.0, "lengths": 0.0}
+    windows: list[tuple[int, float]] = []
+    for window in range(repeats):
+        what = "shoal run: timed" + (f" window {window + 1} of {repeats}" if repeats > 1 else "")
+        bar = Progress(what, batches * per_batch, "agent step", mode=progress)
+        windows.append(_timed_window(vecenv, actions, batches, min_seconds, bar, clock, stats))
+        bar.close()
+    steps = sum(n for n, _ in windows)
+    episodes = stats["episodes"]
+    rates = [n / seconds for n, seconds in windows]
     return {
         "agent_steps": steps,
-        "seconds": elapsed,
-        "sps": steps / elapsed,
+        "seconds": sum(seconds for _, seconds in windows),
+        "sps": statistics.median(rates),
+        "windows": [{"agent_steps": n, "seconds": seconds, "sps": n / seconds} for n, seconds in windows],
         "episodes": episodes,
-        "mean_return": returns / episodes if episodes else float("nan"),
-        "mean_length": lengths / episodes if episodes else float("nan"),
+        "mean_return": stats["returns"] / episodes if episodes else float("nan"),
+        "mean_length": stats["lengths"] / episodes if episodes else float("nan"),
     }
+
+
+def _timed_window(vecenv, actions, batches: int, min_seconds: float, bar, clock, stats: dict) -> tuple[int, float]:
+    """(agent steps, seconds) of one window: ``batches`` batch steps, then more until ``min_seconds``."""
+    per_batch = vecenv.agents_per_batch
+    start = now = clock()
+    done, chunk = 0, 1
+    while done < batches or now - start < min_seconds:
+        n = min(chunk, batches - done) if done < batches else chunk
+        chunk_start = now
+        for i in range(done, done + n):
+            vecenv.send(actions[i % 16])
+            for info in vecenv.recv()[4]:
+                if "episode_return" in info:
+                    count = info.get("episodes", 1)
+                    stats["episodes"] += count
+                    stats["returns"] += info["episode_return"] * count
+                    stats["lengths"] += info["episode_length"] * count
+        done += n
+        now = clock()
+        if now - chunk_start < CHUNK_SECONDS:
+            chunk *= 2
+        bar.describe(f"{done * per_batch / max(now - start, 1e-9):,.0f} SPS so far")
+        bar.update(n * per_batch)
+    return done * per_batch, now - start
 
 
 def cmd_run(args, overrides) -> int:
     config = load(args.config, overrides)
-    steps = args.steps if args.steps is not None else config.run.get("steps", 1_000_000)
-    warmup = config.run.get("warmup", 10)
+    run = {name: option.default for name, option in RUN_OPTIONS.items()} | config.run
+    steps = args.steps if args.steps is not None else run["steps"]
+    seconds = args.seconds if args.seconds is not None else run["seconds"]
     with make_from_config(config) as vecenv:
         desc = describe_vecenv(vecenv)
         print(f"shoal run: {config.env_name} from {config.path}")
         for key, value in desc.items():
             print(f"  {key}: {value}")
-        result = run_steps(vecenv, steps, warmup, progress=sys.stderr.isatty(), seed=config.vec.get("seed", 0))
+        sys.stdout.flush()  # before progress lines on stderr, so that a log keeps the order
+        result = run_steps(
+            vecenv,
+            steps,
+            run["warmup"],
+            progress=None,
+            seed=config.vec.get("seed", 0),
+            min_seconds=seconds,
+            repeats=run["repeats"],
+        )
+    windows = result["windows"]
+    print(
+        f"  timed: {len(windows)} window{'s' if len(windows) > 1 else ''} of at least {steps:,} agent steps "
+        f"and {seconds:g} s after {run['warmup']:,} warm-up batch steps: "
+        + ", ".join(f"{w['seconds']:.2f} s" for w in windows)
+    )
     print(f"  agent steps: {result['agent_steps']:,} in {result['seconds']:.2f} s")
     print(
         f"  episodes: {result['episodes']:,}  mean return: {result['mean_return']:.2f}  "
         f"mean length: {result['mean_length']:.1f}"
     )
+    if len(windows) > 1:
+        rates = [w["sps"] for w in windows]
+        spread = (max(rates) - min(rates)) / result["sps"]
+        print(
+            f"  SPS per window: {', '.join(f'{r:,.0f}' for r in rates)} (spread {100 * spread:.0f} %; "
+            "SPS below is their median)"
+        )
+    shortest = min(w["seconds"] for w in windows)
+    if shortest < SHORT_WINDOW:
+        print(
+            f"  note: a {shortest:.2f} s window; short windows can read faster than shoal bench's ~1 s samples "
+            "(set [run] seconds, or --seconds, to time longer)"
+        )
     print(f"SPS: {result['sps']:,.0f}")
     return 0
 
@@ -156,6 +221,14 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
     return value
+
+
+def seconds_arg(text: str) -> float:
+    """argparse type of --seconds: [run] seconds' check."""
+    try:
+        return RUN_OPTIONS["seconds"].from_text(text)
+    except APIUsageError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def cmd_ocean_list(args, overrides) -> int:
@@ -242,7 +315,10 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     run.add_argument("--config", help="config file (default: the embedded config.ini)")
-    run.add_argument("--steps", type=positive_int, help="agent steps to time (default: [run] steps)")
+    run.add_argument("--steps", type=positive_int, help="agent steps to time, at least (default: [run] steps)")
+    run.add_argument(
+        "--seconds", type=seconds_arg, help="seconds to time, at least, steps permitting more (default: [run] seconds)"
+    )
     run.set_defaults(func=cmd_run)
     envs = sub.add_parser("envs", help="list the bundled native envs with spaces and parameters")
     envs.set_defaults(func=cmd_envs)

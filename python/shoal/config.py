@@ -20,6 +20,7 @@ option table, so a bad value reads as make() would report it, prefixed by where 
 
 from __future__ import annotations
 
+import ast
 import configparser
 import difflib
 import functools
@@ -71,20 +72,75 @@ def _vec_options() -> dict[str, Option]:
 
 VEC_OPTIONS = _vec_options()
 VEC_KEYS = ("backend", *VEC_OPTIONS)
+#: Upper bounds of [run] values, each where a larger value can only be a mistake (a typo, a
+#: value meant for another key): a run that long would take more than a day at any speed a
+#: machine steps (10**10 agent steps, or 10**7 batch steps, a second), and a timing window or a
+#: repeat count beyond them measures nothing a shorter one does not.
+MAX_RUN_STEPS = 10**15
+MAX_WARMUP = 10**12
+MAX_RUN_SECONDS = 86_400.0
+MAX_REPEATS = 1000
 RUN_OPTIONS = {
-    "steps": Option("steps", 1_000_000, "int", lambda v: _at_least(v, "steps", 1), "agent steps timed", ">= 1"),
-    "repeats": Option("repeats", 1, "int", lambda v: _at_least(v, "repeats", 1), "timed repeats", ">= 1"),
-    "warmup": Option("warmup", 10, "int", lambda v: _at_least(v, "warmup", 0), "untimed batch steps first", ">= 0"),
+    "steps": Option(
+        "steps",
+        1_000_000,
+        "int",
+        lambda v: _count(v, "steps", 1, MAX_RUN_STEPS, "more agent steps than a day of stepping at any speed"),
+        "agent steps timed (at least)",
+        f"1 .. {MAX_RUN_STEPS:.0e}",
+    ),
+    "seconds": Option(
+        "seconds",
+        5.0,
+        "seconds",
+        lambda v: _seconds(v, "seconds", MAX_RUN_SECONDS),
+        "the timed window lasts at least this long (steps permitting more)",
+        "0 .. 86400",
+    ),
+    "repeats": Option(
+        "repeats",
+        1,
+        "int",
+        lambda v: _count(v, "repeats", 1, MAX_REPEATS, "more timed windows than a run needs for a spread"),
+        "timed windows (median and range reported when > 1)",
+        f"1 .. {MAX_REPEATS}",
+    ),
+    "warmup": Option(
+        "warmup",
+        10,
+        "int",
+        lambda v: _count(v, "warmup", 0, MAX_WARMUP, "more batch steps than a day of stepping at any speed"),
+        "untimed batch steps first",
+        f"0 .. {MAX_WARMUP:.0e}",
+    ),
 }
 SECTIONS = ("env", "vec", "run")
 #: [env] keys that are not the env's parameters
 ENV_KEYS = ("name", "ocean_source", "class_name")
 
 
-def _at_least(value, name: str, minimum: int) -> int:
-    from .validation import check_integer
+def _count(value, name: str, minimum: int, maximum: int, why: str) -> int:
+    """An integer in [minimum, maximum]; the error says why a larger one is refused."""
+    from .validation import check_integer, is_integer
 
-    return check_integer(value, name, minimum)
+    if is_integer(value) and value > maximum:
+        raise APIUsageError(f"{name} must be an integer in [{minimum}, {maximum:,}], got {value:,} ({why}: a typo?)")
+    return check_integer(value, name, minimum, maximum)
+
+
+def _seconds(value, name: str, maximum: float) -> float:
+    """A finite number of seconds in [0, maximum]."""
+    import math
+
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise APIUsageError(f"{name} must be a number of seconds in [0, {maximum:g}], got {value!r}")
+    if not 0 <= value <= maximum:
+        raise APIUsageError(
+            f"{name} must be a number of seconds in [0, {maximum:g}], got {value:g} (a window over a day is a mistake)"
+            if value > maximum
+            else f"{name} must be a number of seconds in [0, {maximum:g}], got {value:g}"
+        )
+    return float(value)
 
 
 def parse_value(text: str):
@@ -157,8 +213,33 @@ def _parse(path: Path) -> configparser.ConfigParser:
     try:
         parser.read_string(text, source=str(path))
     except configparser.Error as error:
-        raise ConfigError(f"{path}: cannot parse: {error}") from None
+        raise ConfigError(f"{path}: {_parse_problem(error)}") from None
     return parser
+
+
+def _parse_problem(error: configparser.Error) -> str:
+    """configparser's error as one line: the line number, what is there and what is expected (its own
+    messages span several lines and quote the file name again)."""
+    sections = ", ".join(f"[{s}]" for s in SECTIONS)
+    if isinstance(error, configparser.MissingSectionHeaderError):
+        return (
+            f"line {error.lineno}: {error.line.strip()!r} comes before any section header; "
+            f"a config file's keys go under {sections} (e.g. [env] then name = cartpole)"
+        )
+    if isinstance(error, configparser.DuplicateSectionError):
+        return f"line {error.lineno}: section [{error.section}] appears twice; write each section once"
+    if isinstance(error, configparser.DuplicateOptionError):
+        return f"line {error.lineno}: [{error.section}] {error.option} is set twice; keep one line"
+    if isinstance(error, configparser.ParsingError):
+        lineno, line = error.errors[0]
+        if line[:1] in ("'", '"'):  # Python before 3.12 keeps the line's repr
+            line = ast.literal_eval(line)
+        more = f" (and {len(error.errors) - 1} more such lines)" if len(error.errors) > 1 else ""
+        return (
+            f"line {lineno}: cannot parse {line.strip()!r}{more}; "
+            f"expected key = value, a [section] header ({sections}) or a ; comment"
+        )
+    return "cannot parse: " + " ".join(str(error).split())
 
 
 def _written(path: Path, overrides: dict[str, str] | None) -> dict[tuple[str, str], tuple[str, str]]:
@@ -170,18 +251,18 @@ def _written(path: Path, overrides: dict[str, str] | None) -> dict[tuple[str, st
     written = {
         (section, key): (text, str(path)) for section in parser.sections() for key, text in parser.items(section)
     }
+    for (section, key), (text, _) in written.items():
+        if "\n" in text:  # configparser reads an indented line as the continuation of the value above it
+            raise ConfigError(
+                f"{path}: [{section}] {key} = {text!r} spans several lines: an indented line continues the "
+                "value above it; unindent that line"
+            )
     for dotted, value in (overrides or {}).items():
         section, _, key = dotted.partition(".")
         if section not in SECTIONS or not key:
             raise ConfigError(f"{COMMAND_LINE}: override --{dotted}: use --env.<key>, --vec.<key> or --run.<key>")
         written[(section, key)] = (str(value), COMMAND_LINE)
     return written
-
-
-def _unknown_key(where: str, section: str, key: str, valid) -> ConfigError:
-    close = difflib.get_close_matches(key, valid, n=1)
-    hint = f"; did you mean {close[0]}?" if close else ""
-    return ConfigError(f"{where}: unknown key [{section}] {key}{hint} (valid keys: {sorted(valid)})")
 
 
 def _value(option: Option | None, section: str, key: str, text: str, where: str):
@@ -208,6 +289,7 @@ def load(path: str | Path | None = None, overrides: dict[str, str] | None = None
     """Reads and validates a config file; ``overrides`` maps "section.key" to a string value.
 
     [vec] and [run] keys the file does not set come from the embedded config.ini (see the module doc).
+    Every unknown or misplaced key is reported in one error, each with the nearest valid key.
     """
     path = Path(path) if path is not None else DEFAULT_CONFIG
     written = _written(path, overrides)
@@ -215,37 +297,55 @@ def load(path: str | Path | None = None, overrides: dict[str, str] | None = None
     defaults = {**defaults, **{k: v for k, v in written.items() if v[1] == str(DEFAULT_CONFIG)}}
     written = {k: v for k, v in written.items() if v[1] != str(DEFAULT_CONFIG)}
 
-    # [env] is the user's own: a file naming no env does not inherit cartpole's
-    env_source = {**defaults, **written} if path == DEFAULT_CONFIG else written
-    env = {key: text for (section, key), (text, _) in env_source.items() if section == "env"}
-    if "name" not in env:
-        raise ConfigError(
-            f"{path}: [env] name is missing (a bundled env such as cartpole, module:callable, gymnasium:<EnvId>, "
-            "mujoco:<EnvId> or path/to/env.so)"
-        )
-    config = Config(str(path), env["name"].strip(), {k: parse_value(v) for k, v in env.items() if k not in ENV_KEYS})
-    config.folder = str(path.parent) if path != DEFAULT_CONFIG else "."
-    config.class_name = env.get("class_name", "").strip() or None
-    if "ocean_source" in env:
-        config.ocean_source = str(Path(config.folder) / Path(env["ocean_source"]).expanduser())
-
     backend, _ = _backend(written, defaults)
-    config.vec["backend"] = backend
     takes = set(backend_options(backend))
-    for (section, key), (text, where) in written.items():
+    problems = KeyProblems()
+    for (section, key), (_, where) in written.items():
         if section == "vec" and key != "backend":
             known = set(VEC_KEYS) | takes
             if key not in known:
-                raise _unknown_key(where, "vec", key, known)
-            if key not in takes and key not in ("num_envs", "seed"):
-                raise ConfigError(
-                    f"{where}: [vec] {key} does not apply to backend {backend}; "
-                    f"{backend} takes: {', '.join(['num_envs', 'seed', *sorted(takes)])}"
+                problems.unknown(where, "vec", key, known)
+            elif key not in takes and key not in ("num_envs", "seed"):
+                problems.add(
+                    where,
+                    f"[vec] {key} does not apply to backend {backend}; "
+                    f"{backend} takes: {', '.join(['num_envs', 'seed', *sorted(takes)])}",
                 )
+        elif section == "run" and key not in RUN_OPTIONS:
+            problems.unknown(where, "run", key, RUN_OPTIONS)
+
+    # [env] is the user's own: a file naming no env does not inherit cartpole's
+    env_source = {**defaults, **written} if path == DEFAULT_CONFIG else written
+    env = {key: (text, where) for (section, key), (text, where) in env_source.items() if section == "env"}
+    if "name" not in env:
+        close = difflib.get_close_matches("name", list(env), n=1)
+        problems.add(
+            str(path),
+            "[env] name is missing (a bundled env such as cartpole, module:callable, gymnasium:<EnvId>, "
+            "mujoco:<EnvId> or path/to/env.so)" + (f"; is [env] {close[0]} meant to be name?" if close else ""),
+        )
+        problems.raise_any()
+    config = Config(
+        str(path),
+        env["name"][0].strip(),
+        {k: parse_value(text) for k, (text, _) in env.items() if k not in ENV_KEYS},
+    )
+    config.folder = str(path.parent) if path != DEFAULT_CONFIG else "."
+    config.class_name = env.get("class_name", ("",))[0].strip() or None
+    if "ocean_source" in env:
+        config.ocean_source = str(Path(config.folder) / Path(env["ocean_source"][0]).expanduser())
+    parameters = env_parameters(config)
+    if parameters is not None:
+        for key, (_, where) in env.items():
+            if key not in ENV_KEYS and key not in parameters:
+                problems.unknown(where, "env", key, {"name", *parameters})
+    problems.raise_any()
+
+    config.vec["backend"] = backend
+    for (section, key), (text, where) in written.items():
+        if section == "vec" and key != "backend":
             config.vec[key] = _value(_option(backend, key), "vec", key, text, where)
         elif section == "run":
-            if key not in RUN_OPTIONS:
-                raise _unknown_key(where, "run", key, RUN_OPTIONS)
             config.run[key] = _value(RUN_OPTIONS[key], "run", key, text, where)
     for (section, key), (text, where) in defaults.items():
         if section == "vec" and key not in config.vec and (key in takes or key in ("num_envs", "seed")):
@@ -254,6 +354,111 @@ def load(path: str | Path | None = None, overrides: dict[str, str] | None = None
             config.run[key] = _value(RUN_OPTIONS[key], "run", key, text, where)
     resolve_env(config)  # fail now on a missing env, not in the middle of a run
     return config
+
+
+class KeyProblems:
+    """Every unknown or misplaced key of a config, gathered so that one error names them all (a user
+    fixing one typo per run would otherwise meet them one at a time)."""
+
+    def __init__(self):
+        self._unknown: dict[str, list[tuple[str, str, list[str]]]] = {}  # where -> (section, key, valid keys)
+        self._other: dict[str, list[str]] = {}
+
+    def unknown(self, where: str, section: str, key: str, valid) -> None:
+        self._unknown.setdefault(where, []).append((section, key, sorted(valid)))
+        self._other.setdefault(where, [])
+
+    def add(self, where: str, text: str) -> None:
+        self._unknown.setdefault(where, [])
+        self._other.setdefault(where, []).append(text)
+
+    def message(self) -> str:
+        """One line: per place (file or command line), its unknown keys, then its other problems."""
+        groups = []
+        for where, unknown in self._unknown.items():
+            parts = [_unknown_keys_text(unknown)] if unknown else []
+            groups.append(f"{where}: " + "; ".join(parts + self._other[where]))
+        return "; ".join(groups)
+
+    def raise_any(self) -> None:
+        if self._unknown:
+            raise ConfigError(self.message())
+
+
+def _did_you_mean(key: str, valid: list[str]) -> str | None:
+    close = difflib.get_close_matches(key, valid, n=1)
+    return close[0] if close else None
+
+
+def _unknown_keys_text(unknown: list[tuple[str, str, list[str]]]) -> str:
+    if len(unknown) == 1:
+        section, key, valid = unknown[0]
+        close = _did_you_mean(key, valid)
+        hint = f"; did you mean {close}?" if close else ""
+        return f"unknown key [{section}] {key}{hint} (valid keys: {valid})"
+    named = []
+    for section, key, valid in unknown:
+        close = _did_you_mean(key, valid)
+        named.append(f"[{section}] {key}" + (f" (did you mean {close}?)" if close else ""))
+    valid_of = {section: valid for section, _, valid in unknown}
+    listed = "; ".join(f"valid [{section}] keys: {valid}" for section, valid in valid_of.items())
+    return f"{len(unknown)} unknown keys: {', '.join(named)} ({listed})"
+
+
+def env_parameters(config: Config) -> list[str] | None:
+    """The keyword parameters the env of [env] name takes, where they are known before it is built:
+    a native env's (bundled, mujoco:, a library) from its spec, a Python creator's from its signature,
+    gymnasium:<EnvId>'s from its entry point and gymnasium.make. None when they are not known (an
+    Ocean env's, a creator taking **kwargs) or the name itself is wrong (resolve_env says why)."""
+    from .envs import BUNDLED
+
+    name = config.env_name
+    module_name, _, attr = name.partition(":")
+    try:
+        if name in BUNDLED or re.fullmatch(r"(.+\.(?:so|dylib|dll))(?::(\w+))?", name):
+            creator = resolve_env(config)
+        elif module_name == "mujoco":
+            from .mujoco import env_class as mujoco_class
+
+            creator = mujoco_class(attr)  # the task's parameters, without the [env] values bound yet
+        elif module_name == "ocean" or not attr:
+            return None
+        elif module_name == "gymnasium" and not attr.isidentifier():
+            return _gymnasium_parameters(attr)
+        else:
+            _look_beside_config(config, module_name)
+            creator = getattr(importlib.import_module(module_name), attr)
+    except Exception:  # a wrong name: resolve_env reports it, in its own words
+        return None
+    if is_native_env(creator):
+        return [p["name"] for p in creator.describe()["params"]] + ["max_episode_steps"]
+    return _keywords(creator)
+
+
+def _keywords(creator) -> list[str] | None:
+    """The keyword arguments ``creator`` takes; None when it takes any (**kwargs) or does not say."""
+    try:
+        parameters = inspect.signature(creator).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return None
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return [p.name for p in parameters if p.kind in kinds]
+
+
+def _gymnasium_parameters(env_id: str) -> list[str] | None:
+    """gymnasium.make(env_id, **kwargs)'s keywords: make's own and those of the env's entry point."""
+    import gymnasium
+    from gymnasium.envs.registration import load_env_creator
+
+    spec = gymnasium.spec(env_id)
+    entry = load_env_creator(spec.entry_point) if isinstance(spec.entry_point, str) else spec.entry_point
+    own = _keywords(entry)
+    if own is None:
+        return None
+    made = [k for k in inspect.signature(gymnasium.make).parameters if k not in ("id", "kwargs")]
+    return sorted({*own, *spec.kwargs, *made})
 
 
 def _option(backend: str, key: str) -> Option | None:

@@ -1,6 +1,7 @@
-"""`shoal autotune`: the configured env measured over backends, threads/workers and num_envs, in
-interleaved rounds until the budget is spent; configurations within the noise of the best are ties,
-and the simplest of them is recommended."""
+"""`shoal autotune`: the configured env measured over backends and threads/workers (num_envs too when
+asked: it is the user's training hyperparameter), in interleaved rounds until the budget is spent;
+configurations within the noise of the best are ties, and the simplest of them is recommended, with a
+warning when the machine was too busy for the verdict."""
 
 from __future__ import annotations
 
@@ -191,17 +192,76 @@ def _measure_with(config: Config, seconds: float) -> Callable:
     return measure
 
 
+#: the fastest configuration's samples spreading more than this share of its median (lowest to
+#: highest) say the timings moved more than the ranking can tell apart
+SPREAD_SHARE = 0.25
+
+
+def load_warnings(before, after, candidates: list[Candidate]) -> list[str]:
+    """Why this machine was too busy for a verdict: others' CPU use or steal over the measurement
+    (benchmark.busy_reasons), and the spread of the fastest configuration's repeated samples."""
+    reasons = benchmark.busy_reasons(before, after)
+    best = max(candidates, key=lambda c: c.median)
+    if len(best.samples) > 1 and (best.high - best.low) / best.median > SPREAD_SHARE:
+        reasons.append(
+            f"the fastest configuration's {len(best.samples)} samples spread "
+            f"{100 * (best.high - best.low) / best.median:.0f} % (lowest to highest)"
+        )
+    return reasons
+
+
+def verdict_warnings(reasons: list[str], tied: list[Candidate]) -> list[str]:
+    """The warning lines printed with the recommendation: the load's reasons, and ties on a busy machine."""
+    if not reasons:
+        return []
+    lines = [
+        "warning: the machine was too busy for a reliable verdict: "
+        + "; ".join(reasons)
+        + ". Rerun on a quiet machine, or with a larger --budget."
+    ]
+    if len(tied) > 1:
+        lines.append(
+            f"warning: {len(tied)} configurations tie on a busy machine: the load may have evened them out, "
+            "so the simplest of them, recommended below, may not be the fastest on a quiet one."
+        )
+    return lines
+
+
 def cmd_autotune(args, overrides) -> int:
     config = load(args.config, overrides)
     configured = config.vec.get("num_envs", 1)
-    settings = candidate_configs(config, num_envs_sweep(configured))
+    sizes = num_envs_sweep(configured) if args.search_num_envs else [configured]
+    settings = candidate_configs(config, sizes)
     candidates = [Candidate(label, vec) for label, vec in settings]
     per_sample = max(0.05, args.budget / (4 * len(candidates)))
     print(
         f"shoal autotune: {len(candidates)} configurations, interleaved rounds of ~{per_sample:.2f} s samples, budget {args.budget:.0f} s"
     )
+    if args.search_num_envs:
+        print(
+            f"  num_envs searched over {sizes}: a different num_envs changes your trainer's batch (what it "
+            "learns from), not only its speed"
+        )
+    else:
+        print(
+            f"  num_envs kept at {configured}: it is your training hyperparameter (--search-num-envs also searches it)"
+        )
+    sys.stdout.flush()  # before progress lines on stderr, so that a log keeps the order
+    progress = benchmark.Progress("shoal autotune: measuring", None, "sample")
+    measure = _measure_with(config, per_sample)
+
+    def measured(cand: Candidate) -> float:
+        progress.describe(cand.label)
+        try:
+            return measure(cand)
+        finally:
+            progress.update(1)
+
+    before = benchmark.machine_times()
     with third_party_warnings_kept_out() as kept_out:
-        rounds = measure_rounds(candidates, _measure_with(config, per_sample), args.budget)
+        rounds = measure_rounds(candidates, measured, args.budget)
+    after = benchmark.machine_times()
+    progress.close()
     if not candidates:
         print("shoal autotune: no configuration could run", file=sys.stderr)
         return 1
@@ -216,10 +276,17 @@ def cmd_autotune(args, overrides) -> int:
         print(f"  {mark} {cand.label:<40} {cand.median:>13,.0f}  {spread}")
     if kept_out:
         print(f"({kept_out} third-party warnings kept out of this output)")
+    warnings = verdict_warnings(load_warnings(before, after, candidates), tied)
+    if warnings:
+        print()
+    for line in warnings:
+        print(line)
     print(
         f"\nrecommended [vec] ({'simplest of ' + str(len(tied)) + ' ties' if len(tied) > 1 else 'fastest'}): {best.label}"
     )
     print(ini_lines(best.vec), end="")
+    if best.vec["num_envs"] != configured:
+        print(f"(num_envs {configured} -> {best.vec['num_envs']}: retune what depends on it in your trainer)")
     if args.write:
         path = Path(config.path)
         takes = {"backend", "num_envs", "seed", *backend_options(best.vec["backend"])}
@@ -259,9 +326,15 @@ def update_config_text(text: str, section: str, values: dict, drop=frozenset()) 
 
 def add_commands(sub) -> None:
     tune = sub.add_parser(
-        "autotune", help="search backend x threads/workers x num_envs, recommend the simplest of the fastest"
+        "autotune", help="search backend x threads/workers (x num_envs if asked), recommend the simplest of the fastest"
     )
     tune.add_argument("--config")
     tune.add_argument("--budget", type=float, default=60.0, help="seconds to spend measuring")
     tune.add_argument("--write", action="store_true", help="write the recommended [vec] settings into the config")
+    tune.add_argument(
+        "--search-num-envs",
+        action="store_true",
+        help="also search num_envs (powers of two around the configured one); without it num_envs, your "
+        "training hyperparameter, is kept",
+    )
     tune.set_defaults(func=cmd_autotune)
