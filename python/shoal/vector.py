@@ -134,7 +134,7 @@ def make(env_creator_or_creators, env_args=None, env_kwargs=None, backend=Puffer
     num_envs must be 1), "Serial", "Multiprocessing", "Multithreading", "Ray".
     ``env_creator_or_creators`` is one callable or a list of num_envs callables; ``env_args`` /
     ``env_kwargs`` are shared by all envs or lists with one entry per env. ``num_envs`` (>= 1) envs
-    are made; env i's first reset draws from ``seed + i``.
+    are made; env i's first reset is seeded with ``shoal.seeding.env_seed(seed, i)``.
 
     ``device`` (``"cuda"``, ``"cuda:1"``, ``"cpu"`` or a ``torch.device``) returns a
     :class:`shoal.handoff.TorchVector` around the vector: batches arrive as torch tensors on that
