@@ -49,6 +49,15 @@ CASE_NAMES = {
 # -- what one case process runs ------------------------------------------------------------------
 
 
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity where the OS tells it)."""
+    import psutil
+
+    if hasattr(psutil.Process, "cpu_affinity"):
+        return len(psutil.Process().cpu_affinity())
+    return os.cpu_count() or 1
+
+
 def env_class(name: str):
     if name == "cartpole":
         from shoal.envs import CartPole
@@ -159,7 +168,7 @@ def run_case(spec: dict) -> dict:
 
     result = {}
     if threads is None and case in ("a", "c"):
-        threads = len(os.sched_getaffinity(0))  # env stepping at its best: every CPU
+        threads = usable_cpus()  # env stepping at its best: every CPU
     options = {} if threads is None else {"max_num_threads": threads}
     if case == "a":
         with shoal.vector.make(cls, backend="Multithreading", num_envs=n, seed=0, **options) as v:
