@@ -6,7 +6,7 @@ import numpy as np
 
 from ..call_order import CallOrder
 from ..spaces import ActionChecker, joint_space
-from .interrupts import interrupted_reason
+from .interrupts import interrupted_reason, signals_held
 
 
 class VecEnv:
@@ -54,11 +54,17 @@ class VecEnv:
         return self._order.closed
 
     def close(self) -> None:
-        """Releases envs, workers and memory. Safe to call more than once."""
+        """Releases envs, workers and memory. Safe to call more than once.
+
+        Signals are held until it is done (backends/interrupts.py), so a Ctrl-C, or a KeyboardInterrupt
+        from another signal's handler, is raised once everything is closed, never halfway through a
+        teardown that nothing would finish.
+        """
         if self._order.closed:
             return
-        self._order.close()
-        self._close()
+        with signals_held():
+            self._order.close()
+            self._close()
 
     def _close(self) -> None:
         raise NotImplementedError

@@ -58,7 +58,7 @@ import numpy as np
 from ..buffers import out_of_memory
 from ..errors import WorkerError
 from .closing import BoundedClose, raise_failures
-from .interrupts import guarded, sigint_held
+from .interrupts import guarded, signals_held
 from .start_methods import check_start_method
 from .workers.caller import WorkerBackend
 from .workers.faults import (
@@ -146,8 +146,8 @@ class Multiprocessing(ProcessRecovery, WorkerBackend):
             self._probe_driver(env_creators[0], env_args[0], env_kwargs[0])
             shape = self._env_shape
             nbytes = carve(None, shape, self.num_agents, self.num_workers)[1]
-            # The arena is a named file until it is unlinked, and a semaphore too: no Ctrl-C in between.
-            with sigint_held():
+            # The arena is a named file until it is unlinked, and a semaphore too: no interrupt in between.
+            with signals_held():
                 try:
                     pool.raw = context.RawArray(ctypes.c_uint8, max(nbytes, 1))
                 except MemoryError:
@@ -191,7 +191,7 @@ class Multiprocessing(ProcessRecovery, WorkerBackend):
     def _abandon_construction(self) -> None:
         """make() failed or was interrupted: ready workers are asked to close, the others killed (one
         building its envs would read CLOSE only once done), the driver env closed, nothing kept."""
-        with sigint_held():
+        with signals_held():
             self._pool.kill_now.update(range(len(self._ready), len(self._pool.processes)))
             self._finalizer()
             if self.driver_env is not None:
@@ -199,9 +199,10 @@ class Multiprocessing(ProcessRecovery, WorkerBackend):
 
     def _start_worker(self, w: int) -> None:
         """Starts the process of worker w and records it, its pipe's receiving end and its command
-        semaphore as entry w of the pool's lists. A Ctrl-C is held meanwhile: one between creating a
-        pipe, a semaphore or a process and recording it would leak that one."""
-        with sigint_held():
+        semaphore as entry w of the pool's lists. Signals are held meanwhile (Ctrl-C, or another signal's
+        handler that raises): an interrupt between creating a pipe, a semaphore or a process and
+        recording it would leak that one."""
+        with signals_held():
             self._start_recorded(w)
 
     def _start_recorded(self, w: int) -> None:
