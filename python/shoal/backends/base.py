@@ -19,6 +19,8 @@ class VecEnv:
     #: keyword arguments of vector.make() a backend registered with register_backend() accepts
     #: (beyond num_envs and seed); the built-in backends' are in backends/registry.py
     options: tuple[str, ...] = ()
+    #: whether the backend builds Python env objects on this machine (make() counts their memory)
+    python_envs_here: bool = False
 
     def _init_api(self) -> None:
         self.observation_space = joint_space(self.single_observation_space, self.agents_per_batch)

@@ -55,7 +55,7 @@ import weakref
 
 import numpy as np
 
-from ..buffers import out_of_memory
+from ..buffers import check_estimate, out_of_memory, python_vector_estimate
 from ..errors import WorkerError
 from .closing import BoundedClose, raise_failures
 from .interrupts import guarded, signals_held
@@ -112,6 +112,8 @@ class Multiprocessing(ProcessRecovery, WorkerBackend):
     vector (``"raise"``), or is replaced and its envs reset (``"restart"``; see backends/restart.py).
     """
 
+    python_envs_here = True
+
     def __init__(
         self,
         env_creators,
@@ -130,13 +132,6 @@ class Multiprocessing(ProcessRecovery, WorkerBackend):
             start_method = default_start_method()
         check_start_method(start_method)
         self.start_method = start_method
-        slices = self._env_slices(env_creators, env_args, env_kwargs)
-        if start_method == "fork":
-            self._payloads: list = slices  # kept: a restart starts the worker again
-        else:
-            remedy = f"start_method={start_method!r} needs picklable env creators (or start_method='fork')"
-            self._payloads = [envs.pickled(remedy) for envs in slices]
-
         self._context = context = multiprocessing.get_context(start_method)
         pool = self._pool = ProcessPool(CLOSE)
         self._finalizer = weakref.finalize(self, pool.shutdown)
@@ -146,6 +141,19 @@ class Multiprocessing(ProcessRecovery, WorkerBackend):
             self._probe_driver(env_creators[0], env_args[0], env_kwargs[0])
             shape = self._env_shape
             nbytes = carve(None, shape, self.num_agents, self.num_workers)[1]
+            # Before the slices are copied, the arena zeroed and the envs built: a vector that cannot fit
+            # fails here, with the estimate, instead of at the workers' creation limit.
+            rows = f"{self.num_agents:,}"
+            estimate = python_vector_estimate(
+                num_envs, rows, nbytes, shape.observation_space, shape.action_space, (self.agents_per_batch,)
+            )
+            check_estimate(estimate, num_envs)
+            slices = self._env_slices(env_creators, env_args, env_kwargs)
+            if start_method == "fork":
+                self._payloads: list = slices  # kept: a restart starts the worker again
+            else:
+                remedy = f"start_method={start_method!r} needs picklable env creators (or start_method='fork')"
+                self._payloads = [envs.pickled(remedy) for envs in slices]
             # The arena is a named file until it is unlinked, and a semaphore too: no interrupt in between.
             with signals_held():
                 try:
