@@ -3,9 +3,10 @@ from a real Ctrl-C or raised by another signal's handler, at any point of make()
 close() leaves no process, thread, file descriptor or /dev/shm segment behind once close() is called
 again (a retried close() finishes what an interrupted one began) or the vector is collected.
 
-The fast tests put the interrupt at chosen Python calls and returns of the main thread (a profile hook
-raises the signal there, and its handler runs there); the slow one sends real
-signals from a timer at random moments, hundreds of times."""
+The tests put the interrupt at chosen Python calls and returns of the main thread (a profile hook
+raises the signal there, and its handler runs there): a sample in the fast tier, every fifth call in
+the slow one, which also sends real signals from another thread at random moments, 300 cycles per
+signal."""
 
 import contextlib
 import gc
