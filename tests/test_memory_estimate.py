@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 
+import gymnasium
 import numpy as np
 import pytest
 from gymnasium import spaces
@@ -142,3 +143,33 @@ def test_a_real_huge_vector_fails_fast_with_the_estimate(tmp_path):
         and "GiB) of memory for the vector (" in line
     )
     assert elapsed < 30 and max_rss_kb < 1 << 20  # seconds (here, a loaded machine), under 1 GiB resident
+
+
+@pytest.mark.parametrize("backend", ["Multiprocessing", "Serial"])
+def test_a_hundred_million_python_envs_fail_fast_with_the_estimate(backend):
+    """Issue 45: Multiprocessing with 10^8 Gymnasium envs failed after 89 s, at the workers' creation
+    limit. Each Python env object counts at least PYTHON_ENV_BYTES, before any list or env is made."""
+    from envs_for_tests import make_cartpole
+
+    started = time.monotonic()
+    with pytest.raises(VectorTooLarge, match=r"num_envs=100,000,000 needs .*100,000,000 env objects \(at least\)"):
+        make(make_cartpole, backend=backend, num_envs=100_000_000)
+    assert time.monotonic() - started < 5
+
+
+class WideObservations(gymnasium.Env):
+    observation_space = spaces.Box(-1, 1, (100_000,), np.float32)
+    action_space = spaces.Discrete(2)
+
+
+def test_python_env_buffers_are_estimated_once_the_driver_env_tells_the_spaces(monkeypatch):
+    """The spaces of a Python env are known once its driver env is built: Multiprocessing counts its
+    shared buffers and joint spaces then, before the shared memory is allocated or a worker started."""
+    import multiprocessing.context
+
+    monkeypatch.setattr(buffers, "available_memory", lambda: 2**30)
+    monkeypatch.setattr(
+        multiprocessing.context.BaseContext, "RawArray", lambda *a: pytest.fail("allocated the shared memory")
+    )
+    with pytest.raises(VectorTooLarge, match=r"num_envs=2,000 needs .*buffers for 2,000 agent rows 1\.5 GiB"):
+        make(WideObservations, backend="Multiprocessing", num_envs=2_000, num_workers=2)

@@ -52,6 +52,31 @@ def test_a_bad_keyword_names_the_keyword_and_the_task(kwargs, message):
         shoal.mujoco.env_class("HalfCheetah-v5", **kwargs)
 
 
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (
+            {"reset_noise_scale": float("inf")},
+            r"HalfCheetah-v5: parameter reset_noise_scale=inf \(env 0\) must be finite",
+        ),
+        ({"reset_noise_scale": float("nan")}, r"HalfCheetah-v5: parameter reset_noise_scale=nan \(env 0\) is outside"),
+        ({"forward_reward_weight": -float("inf")}, "parameter forward_reward_weight=-inf .*must be finite"),
+        ({"ctrl_cost_weight": 10**400}, "parameter ctrl_cost_weight=.* must be finite"),
+    ],
+)
+def test_a_number_that_is_not_finite_is_refused_naming_the_keyword(kwargs, message):
+    """Issue 45: reset_noise_scale=inf (its range is [0, inf]) gave NaN observations without an error."""
+    with pytest.raises(APIUsageError, match=message):
+        shoal.mujoco.env_class("HalfCheetah-v5", **kwargs)
+
+
+def test_the_ends_of_a_range_may_be_infinite():
+    cls = shoal.mujoco.env_class("Hopper-v5", healthy_z_range=(-float("inf"), float("inf")))
+    with cls(num_envs=1) as env:
+        observations, _ = env.reset(seed=0)
+        assert np.isfinite(observations).all()
+
+
 def test_a_bad_range_names_the_keyword():
     with pytest.raises(APIUsageError, match=r"Hopper-v5: parameter healthy_z_range must be a \(low, high\) pair"):
         shoal.mujoco.env_class("Hopper-v5", healthy_z_range=(0.7,))

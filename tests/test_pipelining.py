@@ -128,10 +128,10 @@ def test_chunks_the_caller_helps_with_keep_serial_trajectories(reference, thread
 
 def test_send_returns_while_the_driver_steps_and_the_gil_is_free(time_limit):
     time_limit(60)
-    # ~40 us per env step x 512 envs per buffer: ~20 ms per buffer step on one thread (about half
-    # of that once the waiting caller helps the driver).
+    # A buffer step long enough that the caller losing its core for a few time slices (a loaded
+    # machine) stays small beside it.
     with make(
-        Deep, backend="Multithreading", num_envs=1024, batch_size=512, max_num_threads=1, env_kwargs={"work": 20000}
+        Deep, backend="Multithreading", num_envs=1024, batch_size=512, max_num_threads=1, env_kwargs={"work": 60000}
     ) as vecenv:
         vecenv.async_reset()
         vecenv.recv()
@@ -168,12 +168,13 @@ def test_waiting_caller_steps_envs_instead_of_sleeping(time_limit):
             vecenv.recv()
             vecenv.send(np.zeros(512, np.int32))
         by_caller = []
-        for _ in range(3):
+        for _ in range(10):
             before = vecenv.pool_stats()["chunks_by_caller"]
             vecenv.recv()
             by_caller.append(vecenv.pool_stats()["chunks_by_caller"] - before)
             vecenv.send(np.zeros(512, np.int32))
-    # One wait in three may find its buffer done already (the worker ran alone while the driver was away).
+    # A wait may find its buffer done already: the worker ran alone while the driver was away, or while
+    # another process held the caller's core; not every one of ten.
     assert max(by_caller) >= 1, f"chunks the caller stepped in each wait: {by_caller}"
 
 

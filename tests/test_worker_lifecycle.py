@@ -3,10 +3,7 @@ forked child gets APIUsageError and leaves its parent's run untouched), every wa
 (creation included), a deadline's WorkerError is not delayed by the close after it, and a make()
 cut short by Ctrl-C at any point leaves no process, file descriptor or shared memory behind."""
 
-import contextlib
 import functools
-import gc
-import multiprocessing.heap
 import os
 import random
 import signal
@@ -25,6 +22,7 @@ from shoal.errors import WorkerError
 from shoal.vector import make
 
 from envs_for_tests import HangOnAction, block_while_flagged, make_cartpole
+from leak_checks import resources, settled
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -129,37 +127,6 @@ def test_a_deadline_is_not_delayed_by_the_close_after_it(time_limit):
     assert 1.0 <= elapsed < 1.5, elapsed
     reported = float(str(info.value).split("still busy ")[1].split(" s")[0])
     assert abs(reported - elapsed) < 0.1, (reported, elapsed)
-
-
-def free_heap_arenas() -> set[str]:
-    """Files of the arenas multiprocessing's heap keeps for reuse, every block of them free (it keeps
-    small ones once made; they are multiprocessing's cache, reused by the next vector, not a leak)."""
-    heap = multiprocessing.heap.BufferWrapper._heap
-    return {os.readlink(f"/proc/self/fd/{a.fd}") for a in heap._arenas if not heap._allocated_blocks.get(a)}
-
-
-def resources() -> dict:
-    """Child processes, open file descriptors (but the heap's free arenas) and /dev/shm entries named
-    after this process."""
-    pid, cached = str(os.getpid()), free_heap_arenas()
-    fds = []
-    for fd in os.listdir("/proc/self/fd"):
-        with contextlib.suppress(OSError):  # the fd of listdir itself is gone by now
-            target = os.readlink(f"/proc/self/fd/{fd}")
-            if target not in cached:
-                fds.append(target)
-    shm = sorted(name for name in os.listdir("/dev/shm") if pid in name)
-    return {"children": len(psutil.Process().children(recursive=True)), "fds": sorted(fds), "shm": shm}
-
-
-def settled(baseline: dict) -> dict:
-    deadline = time.monotonic() + 10
-    while True:
-        gc.collect()
-        now = resources()
-        if now == baseline or time.monotonic() > deadline:
-            return now
-        time.sleep(0.1)
 
 
 # A Ctrl-C between a library's open() and its with-block (psutil reading /proc/meminfo) leaves that

@@ -1,6 +1,8 @@
 """The worker machinery shared by Serial, Multiprocessing and Ray: one slice runner, so an env that
 fails is reported the same way everywhere; carved blocks; the layout's env ranges."""
 
+import re
+
 import numpy as np
 import pytest
 from gymnasium import spaces
@@ -43,6 +45,23 @@ def test_a_failing_reset_names_the_env(backend):
     with make(make_raise_on_reset, backend=backend, num_envs=2, **BACKENDS[backend]) as vecenv:
         with pytest.raises(EnvError, match=r"env [01]\b.*raised RuntimeError: RaiseOnReset"):
             vecenv.reset()
+
+
+@pytest.mark.parametrize("backend", sorted(BACKENDS))
+def test_every_env_failing_in_one_step_is_reported_by_that_step(backend):
+    """Issue 45: every env raises in its 3rd step. The step raises (naming env 0 first, as Serial, and
+    every other failure of that step), and the reset after it works: no error of that step comes a call late."""
+    with make(make_raise_on_step, env_kwargs={"step": 3}, backend=backend, num_envs=2, **BACKENDS[backend]) as vecenv:
+        vecenv.reset()
+        actions = np.zeros(2, np.int32)
+        vecenv.step(actions)
+        vecenv.step(actions)
+        with pytest.raises(EnvError, match=r"^env 0\b.*planned failure on step 3") as info:
+            vecenv.step(actions)
+        vecenv.reset()
+        if backend != "Serial":  # Serial stops at the first env that raises: env 1 raises in its next step
+            assert re.search(r"env 1 \(worker 1\) raised RuntimeError: .*planned failure on step 3", str(info.value))
+            vecenv.step(actions)
 
 
 def test_a_failed_step_in_flight_fails_the_async_reset_that_drains_it():

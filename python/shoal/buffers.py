@@ -96,6 +96,25 @@ def native_vector_estimate(info: dict, num_envs: int, observation_space, action_
     ]
 
 
+# A floor for the memory of one Python env object and shoal's wrapper around it: every env, even one
+# with nothing but its spaces, holds more, so an estimate with it never refuses a vector that fits.
+PYTHON_ENV_BYTES = 1024
+
+
+def python_vector_estimate(
+    num_envs: int, buffer_rows: str, buffer_bytes: int, observation_space, action_space, joint_rows=()
+) -> list:
+    """(what, bytes) of what a vector of ``num_envs`` Python envs allocates once its driver env told
+    the spaces: its buffers (``buffer_bytes``, named by ``buffer_rows``), the joint spaces of each
+    count of rows in ``joint_rows``, and the env objects (at least ``PYTHON_ENV_BYTES`` each)."""
+    joints = sum(joint_space_bytes(observation_space, n) + joint_space_bytes(action_space, n) for n in joint_rows)
+    return [
+        (f"buffers for {buffer_rows} agent rows", buffer_bytes),
+        ("joint spaces' bounds", joints),
+        (f"{num_envs:,} env objects (at least)", num_envs * PYTHON_ENV_BYTES),
+    ]
+
+
 @dataclass
 class Buffers:
     """Rows of a vector: one row per agent slot. Env code writes here; recv() returns views."""

@@ -13,7 +13,7 @@ from .backends.registry import (
     resolve_backend,
 )
 from .backends.workers.layout import worker_layout
-from .buffers import check_estimate, native_vector_estimate, out_of_memory
+from .buffers import PYTHON_ENV_BYTES, check_estimate, native_vector_estimate, out_of_memory
 from .errors import APIUsageError
 from .native import is_native_env
 from .native.spec import action_space, observation_space
@@ -76,9 +76,12 @@ def check_memory(creator, env_kwargs, backend_cls, num_envs: int) -> None:
     """Refuses (VectorTooLarge, with the estimate) a vector that cannot fit in the available memory,
     before anything is allocated: the per-env lists, and for a native env class everything its
     native vector holds (under PufferEnv the one object holds env_kwargs' num_envs envs). Python envs
-    are probed by their backend; their own objects are not counted."""
+    built on this machine (``python_envs_here``) count at least PYTHON_ENV_BYTES each; their backend
+    counts its buffers once the driver env has told the spaces."""
     parts = [("per-env lists of creators, args and kwargs", 3 * 8 * num_envs)]
     envs = num_envs
+    if getattr(backend_cls, "python_envs_here", False) and not is_native_env(creator):
+        parts.append((f"{num_envs:,} env objects (at least)", num_envs * PYTHON_ENV_BYTES))
     if is_native_env(creator) and (env_kwargs is None or isinstance(env_kwargs, dict)):
         if backend_cls is PufferEnv:
             envs = (env_kwargs or {}).get("num_envs", 1)

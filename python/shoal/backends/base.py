@@ -6,7 +6,7 @@ import numpy as np
 
 from ..call_order import CallOrder
 from ..spaces import ActionChecker, check_box_actions, joint_space
-from .interrupts import interrupted_reason
+from .interrupts import interrupted_reason, signals_held
 
 
 class VecEnv:
@@ -21,6 +21,8 @@ class VecEnv:
     options: tuple[str, ...] = ()
     #: what Box actions outside the bounds do (make()'s box_actions): a backend sets it before _init_api()
     box_actions = "pass"
+    #: whether the backend builds Python env objects on this machine (make() counts their memory)
+    python_envs_here: bool = False
 
     def _init_api(self) -> None:
         self.observation_space = joint_space(self.single_observation_space, self.agents_per_batch)
@@ -59,11 +61,17 @@ class VecEnv:
         return self._order.closed
 
     def close(self) -> None:
-        """Releases envs, workers and memory. Safe to call more than once."""
+        """Releases envs, workers and memory. Safe to call more than once.
+
+        Signals are held until it is done (backends/interrupts.py), so a Ctrl-C, or a KeyboardInterrupt
+        from another signal's handler, is raised once everything is closed, never halfway through a
+        teardown that nothing would finish.
+        """
         if self._order.closed:
             return
-        self._order.close()
-        self._close()
+        with signals_held():
+            self._order.close()
+            self._close()
 
     def _close(self) -> None:
         raise NotImplementedError

@@ -78,22 +78,53 @@ def interrupted_reason(call: str, exc: BaseException) -> str:
 
 
 @contextlib.contextmanager
-def sigint_held():
-    """Holds a Ctrl-C (SIGINT) back until the block is done, then delivers it.
+def signals_held():
+    """Holds back every signal with a Python handler (Ctrl-C's, and any other a program installed,
+    such as a SIGALRM or SIGTERM handler that raises) until the block is done, then runs the handlers
+    of those that came, each once.
 
-    For the few steps that must not be cut in two: starting a worker process and recording it (a
-    process started but not recorded would outlive the vector), and tearing a half-built vector
-    down. Python runs signal handlers in the main thread only, so elsewhere nothing needs holding.
+    For the steps that must not be cut in two: starting a worker process and recording it (a process
+    started but not recorded would outlive the vector), tearing a half-built vector down, and close().
+    Python runs signal handlers in the main thread only, so elsewhere nothing needs holding.
     """
-    previous = signal.getsignal(signal.SIGINT)
-    if threading.current_thread() is not threading.main_thread() or not callable(previous):
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    caught = []
-    signal.signal(signal.SIGINT, lambda signum, frame: caught.append(frame))
+    held: dict[int, object] = {}  # signal -> the handler it had
+    caught: dict[int, object] = {}  # signal -> the frame it came in, for each that came
+
+    def defer(signum, frame):
+        caught.setdefault(signum, frame)
+
     try:
+        for signum in signal.valid_signals():
+            handler = signal.getsignal(signum)
+            if callable(handler):
+                held[signum] = handler  # recorded first: a signal right after the swap finds it here
+                signal.signal(signum, defer)
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
-        if caught:
-            previous(signal.SIGINT, caught[0])
+        error = _restore(held)
+        for signum, frame in caught.items():
+            try:
+                held[signum](signum, frame)
+            except BaseException as exc:  # noqa: B036 - raised once every handler ran
+                error = error or exc
+        if error is not None:
+            raise error
+
+
+def _restore(held: dict) -> BaseException | None:
+    """Puts every held handler back, even if one of them (restored already) raises meanwhile; returns
+    what it raised."""
+    error = None
+    pending = list(held.items())
+    while pending:
+        try:
+            while pending:
+                signum, handler = pending[-1]
+                signal.signal(signum, handler)
+                pending.pop()
+        except BaseException as exc:  # noqa: B036 - a restored handler ran and raised
+            error = error or exc
+    return error

@@ -55,10 +55,10 @@ import weakref
 
 import numpy as np
 
-from ..buffers import out_of_memory
+from ..buffers import check_estimate, out_of_memory, python_vector_estimate
 from ..errors import WorkerError
 from .closing import BoundedClose, raise_failures
-from .interrupts import guarded, sigint_held
+from .interrupts import guarded, signals_held
 from .start_methods import check_start_method
 from .workers.caller import WorkerBackend
 from .workers.faults import (
@@ -112,6 +112,8 @@ class Multiprocessing(ProcessRecovery, WorkerBackend):
     vector (``"raise"``), or is replaced and its envs reset (``"restart"``; see backends/restart.py).
     """
 
+    python_envs_here = True
+
     def __init__(
         self,
         env_creators,
@@ -132,13 +134,6 @@ class Multiprocessing(ProcessRecovery, WorkerBackend):
             start_method = default_start_method()
         check_start_method(start_method)
         self.start_method = start_method
-        slices = self._env_slices(env_creators, env_args, env_kwargs)
-        if start_method == "fork":
-            self._payloads: list = slices  # kept: a restart starts the worker again
-        else:
-            remedy = f"start_method={start_method!r} needs picklable env creators (or start_method='fork')"
-            self._payloads = [envs.pickled(remedy) for envs in slices]
-
         self._context = context = multiprocessing.get_context(start_method)
         pool = self._pool = ProcessPool(CLOSE)
         self._finalizer = weakref.finalize(self, pool.shutdown)
@@ -148,8 +143,21 @@ class Multiprocessing(ProcessRecovery, WorkerBackend):
             self._probe_driver(env_creators[0], env_args[0], env_kwargs[0])
             shape = self._env_shape
             nbytes = carve(None, shape, self.num_agents, self.num_workers)[1]
-            # The arena is a named file until it is unlinked, and a semaphore too: no Ctrl-C in between.
-            with sigint_held():
+            # Before the slices are copied, the arena zeroed and the envs built: a vector that cannot fit
+            # fails here, with the estimate, instead of at the workers' creation limit.
+            rows = f"{self.num_agents:,}"
+            estimate = python_vector_estimate(
+                num_envs, rows, nbytes, shape.observation_space, shape.action_space, (self.agents_per_batch,)
+            )
+            check_estimate(estimate, num_envs)
+            slices = self._env_slices(env_creators, env_args, env_kwargs)
+            if start_method == "fork":
+                self._payloads: list = slices  # kept: a restart starts the worker again
+            else:
+                remedy = f"start_method={start_method!r} needs picklable env creators (or start_method='fork')"
+                self._payloads = [envs.pickled(remedy) for envs in slices]
+            # The arena is a named file until it is unlinked, and a semaphore too: no interrupt in between.
+            with signals_held():
                 try:
                     pool.raw = context.RawArray(ctypes.c_uint8, max(nbytes, 1))
                 except MemoryError:
@@ -193,7 +201,7 @@ class Multiprocessing(ProcessRecovery, WorkerBackend):
     def _abandon_construction(self) -> None:
         """make() failed or was interrupted: ready workers are asked to close, the others killed (one
         building its envs would read CLOSE only once done), the driver env closed, nothing kept."""
-        with sigint_held():
+        with signals_held():
             self._pool.kill_now.update(range(len(self._ready), len(self._pool.processes)))
             self._finalizer()
             if self.driver_env is not None:
@@ -201,9 +209,10 @@ class Multiprocessing(ProcessRecovery, WorkerBackend):
 
     def _start_worker(self, w: int) -> None:
         """Starts the process of worker w and records it, its pipe's receiving end and its command
-        semaphore as entry w of the pool's lists. A Ctrl-C is held meanwhile: one between creating a
-        pipe, a semaphore or a process and recording it would leak that one."""
-        with sigint_held():
+        semaphore as entry w of the pool's lists. Signals are held meanwhile (Ctrl-C, or another signal's
+        handler that raises): an interrupt between creating a pipe, a semaphore or a process and
+        recording it would leak that one."""
+        with signals_held():
             self._start_recorded(w)
 
     def _start_recorded(self, w: int) -> None:

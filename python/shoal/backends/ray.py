@@ -55,7 +55,7 @@ from ..errors import APIUsageError, EnvError, WorkerError
 from ..native import check_threads, is_native_env, native_env_class
 from ..seeding import offset_seed, restart_seed
 from .closing import BoundedClose, raise_failures
-from .interrupts import guarded
+from .interrupts import guarded, signals_held
 from .restart import mark_restarted, restart_info
 from .workers.blocks import block_buffers
 from .workers.caller import WorkerBackend
@@ -168,8 +168,9 @@ class Ray(WorkerBackend):
                 actors.handles.append(self._host.remote(*args))
             self._set_internal_envs(self._handshake(ray, actors.handles))
         except BaseException:
-            self._finalizer()
-            driver.close()
+            with signals_held():  # a second interrupt does not cut the teardown short
+                self._finalizer()
+                driver.close()
             raise
         self._handles = actors.handles
         self.buf = Buffers.allocate(self.single_observation_space, self.single_action_space, self.num_agents)

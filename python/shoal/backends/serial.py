@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..buffers import Buffers
+from ..buffers import Buffers, check_estimate, python_vector_estimate
 from ..call_order import IN_CALL, READY_TO_RECV
 from ..errors import APIUsageError
 from ..seeding import check_seed
@@ -21,6 +21,8 @@ class Serial(VecEnv):
     Accepts the worker options of Multiprocessing so that one configuration works across backends;
     it always steps every env.
     """
+
+    python_envs_here = True
 
     def __init__(
         self,
@@ -48,10 +50,16 @@ class Serial(VecEnv):
         self.single_action_space = driver.single_action_space
         self.emulated = driver.emulated
         self.num_agents = self.agents_per_batch = driver.num_agents * num_envs
-        if buf is None:
-            buf = Buffers.allocate(
-                self.single_observation_space, self.single_action_space, self.num_agents, envs=num_envs
-            )
+        spaces = (self.single_observation_space, self.single_action_space)
+        try:
+            nbytes = 0 if buf is not None else self.num_agents * Buffers.row_bytes(*spaces)
+            estimate = python_vector_estimate(num_envs, f"{self.num_agents:,}", nbytes, *spaces, (self.num_agents,))
+            check_estimate(estimate, num_envs)  # before any env is built
+            if buf is None:
+                buf = Buffers.allocate(*spaces, self.num_agents, envs=num_envs)
+        except BaseException:
+            driver.close()
+            raise
         self.buf = buf
         try:
             self._runner = python_slice(

@@ -43,17 +43,34 @@ def configured(spec, info: dict, matrix: np.ndarray, texts: list[str]) -> tuple:
     return vector_spec, vector_spec.describe()
 
 
+# The largest magnitude a float (float32) parameter holds without becoming infinite.
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
 def _number(info: dict, p: dict, value, env: int) -> float:
-    """A checked number of parameter ``p`` (an int, float or double, or one end of a pair)."""
+    """A checked number of parameter ``p`` (an int, float or double, or one end of a pair).
+
+    A number must be finite: an infinite weight or scale only ever yields inf or NaN (inf * 0) in the
+    env. The ends of a pair may be infinite, as the bounds of an open range."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise APIUsageError(f"{info['name']}: parameter {p['name']} must be a number, got {value!r}")
-    if p["type"] == "int" and not float(value).is_integer():
+    try:
+        number = float(value)
+    except OverflowError:  # an int beyond any double
+        number = math.inf if value > 0 else -math.inf
+    if p["type"] == "int" and not (isinstance(value, numbers.Integral) or number.is_integer()):
         raise APIUsageError(f"{info['name']}: parameter {p['name']} must be an integer, got {value!r}")
     if not (p["min"] <= value <= p["max"]):
         raise APIUsageError(
             f"{info['name']}: parameter {p['name']}={value} (env {env}) is outside [{p['min']:g}, {p['max']:g}]"
         )
-    return float(value)
+    finite = abs(number) <= FLOAT32_MAX if p["type"] == "float" else math.isfinite(number)
+    if not finite and p["type"] != "pair":
+        raise APIUsageError(
+            f"{info['name']}: parameter {p['name']}={value} (env {env}) must be finite"
+            + (" and fit a float32 (|value| <= 3.4e38)" if p["type"] == "float" else "")
+        )
+    return number
 
 
 def _values(info: dict, p: dict, value, env: int) -> list[float]:

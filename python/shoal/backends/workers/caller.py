@@ -167,14 +167,31 @@ class WorkerBackend(VecEnv):
 
     @contextlib.contextmanager
     def _failures_need_reset(self):
-        """An env error leaves the vector needing a reset; a dead worker has closed it."""
+        """An env error leaves the vector needing a reset; a dead worker has closed it. Every other
+        worker in flight is drained first, and its failures are told with this one: none of them is
+        left for the reset to raise a call late."""
         try:
             yield
         except WorkerError:
             raise
-        except EnvError:
+        except EnvError as error:
             self._order.failed()
+            others = self._drain_failures()
+            if others:
+                raise with_other_failures(error, others) from error.__cause__
             raise
+
+    def _drain_failures(self) -> list[EnvError]:
+        """Waits until no worker is in flight, dropping results; the env failures met on the way."""
+        failures = []
+        while True:
+            try:
+                self._drain()
+                return failures
+            except WorkerError:
+                raise
+            except EnvError as failure:
+                failures.append(failure)
 
     def _batch_result(self, infos: list):
         """The 7-tuple of recv for a batch already in the batch buffer (copy mode)."""
@@ -231,3 +248,9 @@ class WorkerBackend(VecEnv):
             f"{type(self).__name__}: the vector env was closed (by another thread) while recv() "
             "waited; the step in flight is discarded"
         )
+
+
+def with_other_failures(error: EnvError, others: list[EnvError]) -> EnvError:
+    """``error``, followed by the first line of each other failure of the same call."""
+    lines = "\n  ".join(str(other).split("\n", 1)[0] for other in others)
+    return EnvError(f"{error}\n\n{len(others)} more env failure(s) in the same call:\n  {lines}")

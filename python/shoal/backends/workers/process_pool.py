@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from ..interrupts import sigint_held
+from ..interrupts import signals_held
 from .faults import CLOSE_TIMEOUT_S
 from .ownership import Owner, forget_in_forked_children
 
@@ -35,10 +35,11 @@ class ProcessPool:
     def shutdown(self, timeout: float = CLOSE_TIMEOUT_S) -> list[str]:
         """Asks every worker to exit, kills those in ``kill_now`` at once and the others that do not
         exit in time, reaps all, frees everything. Returns the env close() failures the workers reported.
-        A Ctrl-C meanwhile is held until the pool is gone (at most ``timeout`` and the reaping)."""
+        An interrupt meanwhile (Ctrl-C, or another signal's handler) is held until the pool is gone (at
+        most ``timeout`` and the reaping)."""
         if not self.owner.here:
             return []  # a forked child holds a copy of this object; its workers are not its own
-        with sigint_held():
+        with signals_held():
             return self._shutdown(timeout)
 
     def _shutdown(self, timeout: float) -> list[str]:
