@@ -133,7 +133,14 @@ THREADS = Option(
 #: make()'s arguments of every backend (config.ini's [vec] keys beside backend)
 COMMON = (
     Option("num_envs", 1, "int", lambda v: check_integer(v, "num_envs", 1), "envs in the vector", "integer >= 1"),
-    Option("seed", 0, "int", check_seed, "seed of the first reset; env i is seeded with env_seed(seed, i) (SplitMix64, shoal.seeding)", "0 .. 2**64 - 1"),
+    Option(
+        "seed",
+        0,
+        "int",
+        check_seed,
+        "seed of the first reset; env i is seeded with env_seed(seed, i) (SplitMix64, shoal.seeding)",
+        "0 .. 2**64 - 1",
+    ),
 )
 
 #: what Box actions outside the bounds do, on every backend (spaces.py's ActionChecker applies it)
