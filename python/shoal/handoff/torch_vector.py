@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..backends.base import VecEnv
 from ..errors import APIUsageError
 from ..optional import optional_module
 from ..spaces import action_dtype, action_shape
@@ -165,17 +166,9 @@ class TorchVector:
         if self._copies is not None:
             self._copies.settle()
 
-    def reset(self, seed: int | None = None):
-        """Resets every env; returns (observations, infos)."""
-        self.async_reset(seed)
-        observations, _, _, _, infos, _, _ = self.recv()
-        return observations, infos
-
-    def step(self, actions):
-        """send + recv; returns (observations, rewards, terminals, truncations, infos)."""
-        self.send(actions)
-        observations, rewards, terminals, truncations, infos, _, _ = self.recv()
-        return observations, rewards, terminals, truncations, infos
+    # The synchronous pair over the asynchronous API, as on every vector.
+    reset = VecEnv.reset
+    step = VecEnv.step
 
     @property
     def final_observations(self):
