@@ -165,7 +165,7 @@ class ActionChecker:
             index = tuple(int(i) for i in np.argwhere(outside)[0])
             bound = self.upper if self.scalar_bound else int(self.upper[index[1:]])
             raise APIUsageError(
-                f"action {actions[index]} at {_where(index, self.scalar_bound)} is out of range for "
+                f"action {actions[index]!s} at {_where(index, self.scalar_bound)} is out of range for "
                 f"{self.space} (dtype {actions.dtype}; {int(outside.sum())} value(s) out of range): "
                 f"actions must be integers in [0, {bound}); sample them from the action space, or "
                 "clip the policy's output to it"
@@ -187,7 +187,7 @@ class ActionChecker:
                 index = tuple(int(i) for i in np.argwhere(~inside)[0])
                 bounds = f"[{self.low[index[1:]]:.7g}, {self.high[index[1:]]:.7g}]"
                 raise APIUsageError(
-                    f"action {actions[index]} at {_where(index, False)} is outside {bounds} of {self.space} "
+                    f"action {actions[index]!s} at {_where(index, False)} is outside {bounds} of {self.space} "
                     f"(dtype {actions.dtype}; {int((~inside).sum())} value(s) outside or NaN): {BOX_REMEDY}"
                 )
         elif mode == "clip":
