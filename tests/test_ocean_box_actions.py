@@ -120,5 +120,5 @@ def test_strict_mode_names_the_value_and_row(pufferlib_trace):
     with make(env_class("drone"), backend="Multithreading", num_envs=NUM_ENVS, seed=SEED, box_actions="strict") as v:
         v.reset(SEED)
         row, dim = np.argwhere(np.abs(actions[0]) > 1)[0]
-        with pytest.raises(APIUsageError, match=rf"action {actions[0, row, dim]} at row {row}, dimension {dim} "):
+        with pytest.raises(APIUsageError, match=rf"action {actions[0, row, dim]!s} at row {row}, dimension {dim} "):
             v.send(actions[0])
