@@ -43,6 +43,15 @@ def raise_keyboard_interrupt(signum, frame):
     raise KeyboardInterrupt(f"from the handler of signal {signum}")
 
 
+@pytest.fixture(autouse=True)
+def pythons_sigint_handler():
+    """A real SIGINT raises KeyboardInterrupt here, as in a terminal: a job a shell starts in the
+    background (CI's soak phase) inherits SIGINT ignored, and Python then installs no handler."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 @pytest.fixture
 def signal_kind(request):
     """The signal under test, with a handler of SIGTERM that raises KeyboardInterrupt meanwhile."""
