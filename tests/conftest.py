@@ -27,22 +27,8 @@ TIERS = [
     ("test_cli.py::test_autotune_write*", "integration", "runs autotune's timed trials end to end"),
     ("test_cli.py::test_bench_writes*", "integration", "runs timed benchmarks and draws the plot"),
     ("test_adapters.py::test_torchrl*rollout*", "integration", "imports TorchRL and runs its rollout"),
-    # Multiprocessing parity: every batching mode on the plain env and every env kind on one mode stay fast.
-    ("test_multiprocessing.py::test_parity_with_serial[[]walk-[0-9]*", "fast", "every batching mode, one env"),
-    (
-        "test_multiprocessing.py::test_parity_with_serial[[]*-4 workers async copy sync_traj[]]",
-        "fast",
-        "every env kind",
-    ),
-    ("test_multiprocessing.py::test_parity_with_serial*", "integration", "the rest of the env kind x mode sweep"),
-    (
-        "test_multiprocessing.py::test_start_methods_with_lambda_creator[[]spawn[]]",
-        "integration",
-        "a fresh interpreter per worker",
-    ),
     ("test_worker_lifecycle.py::test_ctrl_c_anywhere_in_make*", "integration", "a child process per interrupt point"),
     ("test_ray.py::*", "integration", "starts Ray clusters"),
-    ("test_worker_fault_modes.py::*[[]Ray-*", "integration", "starts a Ray cluster"),
     # Ocean: a few tests on one or two envs (the bundled test tree's tiny ones, cartpole, squared)
     # stay fast; every other Ocean test, new files included, compiles Ocean envs.
     ("test_ocean.py::test_acceptance_set_is_covered", "fast", "reads a table, compiles nothing"),
@@ -59,9 +45,12 @@ TIER_NAMES = ("fast", "integration")
 
 
 def tier_of(nodeid: str) -> tuple[str, str]:
-    """The (tier, reason) of a test, by its node id relative to tests/."""
+    """The (tier, reason) of a test, by its file and function (its node id relative to tests/, the
+    parameters left out). A parametrized test whose cases differ marks the heavy ones itself, beside
+    the parameters (``pytest.param(..., marks=pytest.mark.integration)``), so no tier hangs on an id."""
+    test = nodeid.split("[", 1)[0]
     for pattern, tier, reason in TIERS:
-        if fnmatchcase(nodeid, pattern):
+        if fnmatchcase(test, pattern):
             return tier, reason
     return "fast", "matches no entry"
 

@@ -356,8 +356,16 @@ def test_gymnasium_attributes():
 # ---------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("mode", list(MODES))
-@pytest.mark.parametrize("kind", list(ENV_KINDS))
+def parity_cases():
+    """Every batching mode on the plain env and every env kind on one mode stay in the fast tier; the
+    rest of the kind x mode sweep is integration."""
+    for kind in ENV_KINDS:
+        for mode in MODES:
+            fast = kind == "walk" or mode == "4 workers async copy sync_traj"
+            yield pytest.param(kind, mode, id=f"{kind}-{mode}", marks=() if fast else pytest.mark.integration)
+
+
+@pytest.mark.parametrize(("kind", "mode"), list(parity_cases()))
 def test_parity_with_serial(kind, mode):
     creator, kwargs, num_envs = ENV_KINDS[kind]
     num_workers, batch_size, zero_copy, sync_traj = MODES[mode]
@@ -717,7 +725,13 @@ def test_idle_workers_use_no_cpu(batch_size):
 
 
 @pytest.mark.parametrize(
-    "method", [m for m in ("fork", "spawn", "forkserver") if m in multiprocessing.get_all_start_methods()]
+    "method",
+    [
+        # spawn starts a fresh interpreter per worker: integration
+        pytest.param(m, marks=pytest.mark.integration if m == "spawn" else ())
+        for m in ("fork", "spawn", "forkserver")
+        if m in multiprocessing.get_all_start_methods()
+    ],
 )
 def test_start_methods_with_lambda_creator(method):
     max_steps = 6

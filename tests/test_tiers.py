@@ -71,12 +71,13 @@ def test_markers_are_registered_and_say_how_to_select_them():
 def test_every_entry_has_a_tier_and_a_reason_and_decides_some_test():
     deciding = set()
     for nodeid in every_test():
-        first = next(
-            (n for n, (pattern, _, _) in enumerate(TIERS) if fnmatchcase(nodeid.removeprefix("tests/"), pattern)), None
-        )
+        test = nodeid.removeprefix("tests/").split("[", 1)[0]
+        first = next((n for n, (pattern, _, _) in enumerate(TIERS) if fnmatchcase(test, pattern)), None)
         deciding.add(first)
     for n, (pattern, tier, reason) in enumerate(TIERS):
         assert tier in TIER_NAMES and reason.strip(), pattern
+        # A file or a test function, never a parameter id: renaming an id must not move a test's tier.
+        assert "[" not in pattern, f"the entry {pattern!r} matches parameter ids"
         # The entry is the first match of at least one test: not stale, not shadowed by an earlier one.
         assert n in deciding, f"no test is decided by the entry {pattern!r}"
 
@@ -84,7 +85,10 @@ def test_every_entry_has_a_tier_and_a_reason_and_decides_some_test():
 def test_plain_pytest_collects_the_fast_tier_and_the_other_tiers_the_rest():
     everything = every_test()
     for nodeid, markers in everything.items():
-        assert ("integration" in markers) == (tier_of(nodeid.removeprefix("tests/"))[0] == "integration"), nodeid
+        by_table = tier_of(nodeid.removeprefix("tests/"))[0] == "integration"
+        # The table decides whole tests; a parametrized test may mark some of its cases itself.
+        assert by_table <= ("integration" in markers), nodeid
+        assert "integration" not in markers or by_table or "[" in nodeid, nodeid
     fast = {nodeid for nodeid, markers in everything.items() if not markers & {"integration", "slow"}}
     assert set(collect()) == fast
     rest = set(everything) - fast  # CI's later runs, `-m "integration and not slow"` and `-m slow`

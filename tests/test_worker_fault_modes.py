@@ -65,6 +65,7 @@ def cases():
                     yield pytest.param(
                         backend, fault, batch_size, sync_traj, policy,
                         id=f"{backend}-{fault}-batch{batch_size}-{'sync' if sync_traj else 'async'}-{policy}",
+                        marks=pytest.mark.integration if backend == "Ray" else (),  # starts a Ray cluster
                     )  # fmt: skip
 
 

@@ -70,23 +70,21 @@ int64_t action_code(shoal::ActionCheck check) {
 }
 
 /// A shoal::Vector over numpy buffers, with what must outlive it: the spec and the arrays.
-struct NativeVector {
+struct BoundVector {
     Spec spec;
     std::vector<py::array> arrays;  // the caller's buffers, alive as long as the envs write them
     shoal::Vector core;
 
-    NativeVector(Spec s, size_t num_envs, ParamMatrix params, int32_t max_episode_steps, py::array observations,
-                 py::array final_observations, py::array actions, py::array rewards, py::array terminals,
-                 py::array truncations, py::array masks, const shoal::VectorOptions& options)
+    BoundVector(Spec s, size_t num_envs, ParamMatrix params, int32_t max_episode_steps, py::array observations,
+                py::array final_observations, py::array actions, py::array rewards, py::array terminals,
+                py::array truncations, py::array masks, const shoal::VectorOptions& options)
         : spec(std::move(s)),
           arrays{observations, final_observations, actions, rewards, terminals, truncations, masks},
           core(*spec.spec, num_envs, params.data(), max_episode_steps, checked_buffers(num_envs, params), options) {}
 
     /// The buffers as the envs write them, once the spec, the sizes and every array are checked.
     shoal::VecBuffers checked_buffers(size_t num_envs, const ParamMatrix& params) {
-        const shoal_env_spec& s = *spec.spec;
-        shoal::validate_spec(s);
-        if (num_envs == 0) throw UsageError("num_envs must be >= 1");
+        const shoal_env_spec& s = *spec.spec;  // validated where it was loaded or configured (specs.cpp)
         if (params.ndim() != 2 || size_t(params.shape(0)) != num_envs ||
             size_t(params.shape(1)) != shoal::param_columns(s))
             throw UsageError("params must have shape (num_envs, parameter columns)");
@@ -106,11 +104,11 @@ struct NativeVector {
     }
 };
 
-NativeVector* make_vector(Spec spec, size_t num_envs, ParamMatrix params, int32_t max_episode_steps,
-                          py::array observations, py::array final_observations, py::array actions, py::array rewards,
-                          py::array terminals, py::array truncations, py::array masks, unsigned num_threads,
-                          const std::string& schedule, size_t dynamic_chunk, bool pin_threads, size_t num_buffers,
-                          const std::string& box_actions) {
+BoundVector* make_vector(Spec spec, size_t num_envs, ParamMatrix params, int32_t max_episode_steps,
+                         py::array observations, py::array final_observations, py::array actions, py::array rewards,
+                         py::array terminals, py::array truncations, py::array masks, unsigned num_threads,
+                         const std::string& schedule, size_t dynamic_chunk, bool pin_threads, size_t num_buffers,
+                         const std::string& box_actions) {
     shoal::VectorOptions options;
     options.num_threads = num_threads;
     options.schedule = parse_schedule(schedule);
@@ -118,11 +116,11 @@ NativeVector* make_vector(Spec spec, size_t num_envs, ParamMatrix params, int32_
     options.pin_threads = pin_threads;
     options.num_buffers = num_buffers;
     options.box_actions = shoal::parse_box_actions(box_actions);
-    return new NativeVector(std::move(spec), num_envs, std::move(params), max_episode_steps, observations,
-                            final_observations, actions, rewards, terminals, truncations, masks, options);
+    return new BoundVector(std::move(spec), num_envs, std::move(params), max_episode_steps, observations,
+                           final_observations, actions, rewards, terminals, truncations, masks, options);
 }
 
-py::dict collect_log(NativeVector& v, size_t begin, size_t end) {
+py::dict collect_log(BoundVector& v, size_t begin, size_t end) {
     shoal::EpisodeTally tally;
     {
         py::gil_scoped_release release;
@@ -139,7 +137,7 @@ py::dict collect_log(NativeVector& v, size_t begin, size_t end) {
     return log;
 }
 
-py::dict pool_stats(const NativeVector& v) {
+py::dict pool_stats(const BoundVector& v) {
     const shoal::PoolStats stats = v.core.pool_stats();
     py::dict d;
 #define SHOAL_POOL_TOTAL_ITEM(name, description) d[#name] = stats.name;
@@ -152,7 +150,7 @@ py::dict pool_stats(const NativeVector& v) {
 }
 
 void bind_vector(py::module_& m) {
-    using V = NativeVector;
+    using V = BoundVector;
     const auto released = py::call_guard<py::gil_scoped_release>();
     py::class_<V>(m, "Vector", "Native envs over caller-owned buffers, stepped by a worker pool.")
         .def(py::init(&make_vector), py::arg("spec"), py::arg("num_envs"), py::arg("params"),

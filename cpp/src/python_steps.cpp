@@ -4,9 +4,8 @@
 // write_box_steps / StructuredRows.write: the output columns of a batch of Python env steps in one
 // call, for Box observations and for Dict/Tuple ones (flattened as shoal.emulation.layout lays them out).
 // Python's batched step (shoal.emulation.step_rows) collects each env's step() result; writing
-// them column by column from Python cost more than a third of shoal's own share of a step (64
-// gymnasium CartPoles: a tuple transposition and four numpy conversions from sequences, about 25 us
-// a batch with numpy's code cold after the envs ran). Here one pass checks that every result has
+// them column by column from Python takes a tuple transposition and four numpy conversions from
+// sequences per batch, with numpy's code cold after the envs ran. Here one pass checks that every result has
 // the plain form and a second copies them. Anything else is left to Python, which checks it (and
 // raises the env's precise error) or converts it as numpy would.
 #include <pybind11/numpy.h>

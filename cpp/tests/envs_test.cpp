@@ -44,7 +44,7 @@ __attribute__((format(printf, 2, 3))) bool check(bool ok, const char* format, ..
 /// How a vector is stepped: as one range, or split at `split` into two ranges.
 enum class Split { kNone, kForward, kReverse, kThreads };
 
-/// Caller-owned buffers plus the NativeVec over them.
+/// Caller-owned buffers plus the EnvArray over them.
 class Run {
 public:
     Run(const shoal_env_spec& spec, size_t num_envs, const double* params, Split split)
@@ -53,7 +53,7 @@ public:
           split_(split),
           rows_(num_envs * size_t(spec.num_agents)),
           storage_(spec, num_envs) {
-        vec_ = std::make_unique<shoal::NativeVec>(spec, num_envs, params, spec.max_episode_steps, storage_.buffers());
+        vec_ = std::make_unique<shoal::EnvArray>(spec, num_envs, params, spec.max_episode_steps, storage_.buffers());
     }
 
     void reset(uint64_t seed) {
@@ -108,7 +108,7 @@ public:
     [[nodiscard]] bool same(const Run& other) const { return same_rows(other, 0, rows_); }
 
     [[nodiscard]] size_t rows() const { return rows_; }
-    [[nodiscard]] shoal::NativeVec& vec() { return *vec_; }
+    [[nodiscard]] shoal::EnvArray& vec() { return *vec_; }
     [[nodiscard]] int32_t* actions() { return reinterpret_cast<int32_t*>(storage_.actions.data()); }
     [[nodiscard]] const unsigned char* observation(size_t row) const {
         return &storage_.observations[row * storage_.obs_bytes];
@@ -127,7 +127,7 @@ private:
     Split split_;
     size_t rows_;
     shoal_test::Storage storage_;
-    std::unique_ptr<shoal::NativeVec> vec_;
+    std::unique_ptr<shoal::EnvArray> vec_;
 };
 
 /// Seeded uniform actions for every row of the given runs (the same actions for all of them).
@@ -309,7 +309,7 @@ Observed check_generic(const shoal_env_spec& spec, size_t num_envs, const std::v
     return seen;
 }
 
-/// Expects NativeVec construction with these params to throw shoal::EnvFailure naming `word`.
+/// Expects EnvArray construction with these params to throw shoal::EnvFailure naming `word`.
 void check_init_fails(const shoal_env_spec& spec, std::vector<double> params, const char* word) {
     try {
         Run run(spec, 1, params.data(), Split::kNone);

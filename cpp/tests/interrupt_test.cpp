@@ -74,14 +74,14 @@ struct Heavy {
     }
 };
 
-/// After `stepped` was reset: steps it with `step` and a NativeVec that was never interrupted, by
+/// After `stepped` was reset: steps it with `step` and a EnvArray that was never interrupted, by
 /// hand, with the same actions and cheap work, and compares their outputs after each step.
 template <class Step>
 void check_like_reference(Heavy& stepped, const std::string& label, Step&& step) {
     Storage storage(*shoal_env_spec_deep(), kEnvs);
     const std::vector<double> params(kEnvs, kCheapWork);
-    shoal::NativeVec reference(*shoal_env_spec_deep(), kEnvs, params.data(), shoal_env_spec_deep()->max_episode_steps,
-                               storage.buffers());
+    shoal::EnvArray reference(*shoal_env_spec_deep(), kEnvs, params.data(), shoal_env_spec_deep()->max_episode_steps,
+                              storage.buffers());
     reference.reset_range(0, kEnvs, kSeed);
     for (size_t i = 0; i < kEnvs; ++i) set_work(stepped.vector.env(i), kCheapWork);
     std::copy(stepped.storage.actions.begin(), stepped.storage.actions.end(), storage.actions.begin());

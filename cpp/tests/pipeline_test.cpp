@@ -35,8 +35,8 @@ void run(const shoal_env_spec& spec, size_t num_envs, size_t num_buffers, unsign
     const size_t agents = size_t(spec.num_agents);
     const size_t rows = num_envs * agents;
     Storage ref_storage(spec, num_envs), pipe_storage(spec, num_envs);
-    shoal::NativeVec reference(spec, num_envs, nullptr, spec.max_episode_steps, ref_storage.buffers());
-    shoal::NativeVec pooled(spec, num_envs, nullptr, spec.max_episode_steps, pipe_storage.buffers());
+    shoal::EnvArray reference(spec, num_envs, nullptr, spec.max_episode_steps, ref_storage.buffers());
+    shoal::EnvArray pooled(spec, num_envs, nullptr, spec.max_episode_steps, pipe_storage.buffers());
     shoal::WorkerPool pool(pool_threads);
     shoal::StopRequest stop;
     reference.reset_range(0, num_envs, 5);
@@ -82,7 +82,7 @@ void run(const shoal_env_spec& spec, size_t num_envs, size_t num_buffers, unsign
 void destroy_in_flight(unsigned pool_threads) {
     const shoal_env_spec& spec = *shoal_env_spec_cartpole();
     Storage storage(spec, 256);  // cartpole: one agent per env
-    shoal::NativeVec vec(spec, 256, nullptr, spec.max_episode_steps, storage.buffers());
+    shoal::EnvArray vec(spec, 256, nullptr, spec.max_episode_steps, storage.buffers());
     shoal::WorkerPool pool(pool_threads);
     shoal::StopRequest stop;
     vec.reset_range(0, 256, 1);
@@ -127,7 +127,7 @@ void fork_with_steps_in_flight() {
     const size_t num_envs = 8, num_buffers = 2;
     Storage storage(spec, num_envs);
     std::vector<double> params(num_envs * size_t(spec.num_params), 2'000'000);  // ~4 ms per env step
-    shoal::NativeVec vec(spec, num_envs, params.data(), spec.max_episode_steps, storage.buffers());
+    shoal::EnvArray vec(spec, num_envs, params.data(), spec.max_episode_steps, storage.buffers());
     shoal::WorkerPool pool(1);
     shoal::StopRequest stop;
     vec.reset_range(0, num_envs, 1);

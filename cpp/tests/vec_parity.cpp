@@ -35,13 +35,13 @@ void fill_actions(const shoal_env_spec& spec, Storage& storage, std::mt19937& rn
     }
 }
 
-/// Steps a reference (one NativeVec, caller only, one range) and a shoal::Vector in lockstep for
+/// Steps a reference (one EnvArray, caller only, one range) and a shoal::Vector in lockstep for
 /// `steps` batch steps, changing the vector's thread count and schedule every `change_every` steps.
 void run_parity(const shoal_env_spec& spec, size_t num_envs, size_t steps, size_t change_every,
                 const std::vector<double>& params) {
     Storage reference_storage(spec, num_envs), vector_storage(spec, num_envs);
     const double* rows = params.empty() ? nullptr : params.data();
-    shoal::NativeVec reference(spec, num_envs, rows, spec.max_episode_steps, reference_storage.buffers());
+    shoal::EnvArray reference(spec, num_envs, rows, spec.max_episode_steps, reference_storage.buffers());
     shoal::VectorOptions options;
     options.num_threads = 2;
     shoal::Vector vector(spec, num_envs, rows, spec.max_episode_steps, vector_storage.buffers(), options);

@@ -1,4 +1,5 @@
-"""Throughput measurement with the methodology of seed 001, shared by bench/ and `shoal bench`.
+"""Throughput measurement, shared by bench/ and `shoal bench`: medians of repeated runs, each beside
+its baseline measured in the same run.
 
 What is timed: send + recv of a built, reset and warmed-up vector env, over a fixed number of batch
 steps, with valid random actions generated in advance (no policy unless ``pause_us`` asks for a

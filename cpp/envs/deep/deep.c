@@ -5,9 +5,9 @@
  * so the compiler can neither drop the chain (its result feeds the observation and the reward)
  * nor vectorize or reorder it, and the cost grows linearly with `work`.
  *
- * Measured on the 2-core development VM (Xeon, about 2.9 GHz, gcc 12 -O3): 2.05 ns per
- * iteration (a 6-cycle chain: imul 3 + add + shift + xor), so the default work = 20000 costs
- * about 40 us per step. cpp/tests/envs_test.cpp prints the figure for the machine it runs on.
+ * An iteration is a 6-cycle dependency chain (imul 3 + add + shift + xor), so the default work =
+ * 20000 is about 120,000 cycles a step. cpp/tests/envs_test.cpp prints the time per iteration on
+ * the machine it runs on.
  *
  *   observation  float32 {8} in [-1, 1]: the bytes of the hidden state, rescaled
  *   action       Discrete(4); enters the seed of the chain

@@ -72,8 +72,8 @@
 #define SHOAL_ALWAYS_INLINE __attribute__((always_inline))
 /* Rare work kept out of a flattened loop, whose registers would otherwise spill in the hot path.
  * `hot`: GCC guesses a function called only from an unlikely branch is cold and optimises it for
- * size, turning its small memcpy/memset into `rep movsb`/`rep stosd`, which cost ~40 ns each here
- * (the template env ran at 0.51x its limit because of it). */
+ * size, turning its small memcpy/memset into `rep movsb`/`rep stosd`, whose start-up costs more
+ * than the few bytes they move. */
 #define SHOAL_OUT_OF_LINE __attribute__((noinline, hot))
 #endif
 /* Thread-locals keep the default model. initial-exec (one %fs-relative load) would take bytes of
@@ -322,7 +322,7 @@ static inline SHOAL_UNUSED SHOAL_ALWAYS_INLINE void shoal__copy_ends(unsigned ch
 }
 
 /* memcpy of a few bytes whose count is known only at run time: a call to libc's memcpy costs more
- * than the copy (3 ns of the template env's 8 ns step at an episode end). Up to 32 bytes, two
+ * than the copy of a few bytes, in an env step that is itself a few nanoseconds. Up to 32 bytes, two
  * overlapping moves of the widest size that fits; larger copies go to memcpy. */
 static inline SHOAL_UNUSED SHOAL_ALWAYS_INLINE void shoal__copy_small(unsigned char* to, const unsigned char* from,
                                                                       size_t bytes) {

@@ -1,4 +1,4 @@
-// shoal/pipeline.hpp — steps the buffers of a NativeVec on a driver thread while the caller works.
+// shoal/pipeline.hpp — steps the buffers of a EnvArray on a driver thread while the caller works.
 //
 // The envs of a vector form `num_buffers` equal buffers (buffer b = envs [b*B, (b+1)*B)). The caller
 // submits a buffer's actions and returns at once; the driver thread steps submitted buffers in
@@ -48,14 +48,14 @@
 
 namespace shoal {
 
-/// Driver thread + FIFO of buffer steps over one NativeVec and one WorkerPool.
+/// Driver thread + FIFO of buffer steps over one EnvArray and one WorkerPool.
 class Pipeline {
 public:
     /// `action_buffer`/`env_action_bytes` describe where each env's action rows live; `stop` is the
     /// vector's StopRequest (it outlives the pipeline).
     /// @throws UsageError if num_envs is not a multiple of num_buffers; std::system_error if the
     ///         driver thread cannot be started.
-    Pipeline(NativeVec& vec, WorkerPool& pool, StopRequest& stop, size_t num_buffers, unsigned char* action_buffer,
+    Pipeline(EnvArray& vec, WorkerPool& pool, StopRequest& stop, size_t num_buffers, unsigned char* action_buffer,
              size_t env_action_bytes)
         : vec_(vec),
           pool_(pool),
@@ -366,7 +366,7 @@ private:
         }
     }
 
-    NativeVec& vec_;
+    EnvArray& vec_;
     WorkerPool& pool_;
     StopRequest& stop_;
     const size_t num_buffers_;

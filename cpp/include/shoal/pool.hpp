@@ -102,7 +102,7 @@ public:
             body(context, 0, num_items);
             return;
         }
-        // Long rounds also compare the caller's wall and CPU time (two syscalls, < 0.3% of such a
+        // Long rounds also compare the caller's wall and CPU time (two syscalls, small beside such a
         // round): a caller descheduled inside run() means the CPUs are oversubscribed.
         const bool measure_cpu = last_round_ns_ > waiting::kPreemptNs;
         const uint64_t wall_start = detail::now_ns();

@@ -1,6 +1,6 @@
 // shoal/vec.hpp — native env instances over caller-owned buffers.
 //
-// NativeVec owns the env structs of one vector and knows how to reset and step any contiguous
+// EnvArray owns the env structs of one vector and knows how to reset and step any contiguous
 // range of them. It knows nothing about threads: the worker pool hands it disjoint ranges, and
 // everything a range touches (env structs, buffer rows, per-env tallies) belongs to that range
 // alone, so results never depend on how the envs are split between threads.
@@ -271,12 +271,12 @@ private:
 };
 
 /// The envs of one vector, stepped range by range.
-class NativeVec {
+class EnvArray {
 public:
     /// params: num_envs rows of spec.num_params values (row-major). Throws UsageError if the spec
     /// or an argument is malformed, EnvFailure if an env's init() reports a failure.
-    NativeVec(const shoal_env_spec& spec, size_t num_envs, const double* params, int32_t max_episode_steps,
-              const VecBuffers& buffers)
+    EnvArray(const shoal_env_spec& spec, size_t num_envs, const double* params, int32_t max_episode_steps,
+             const VecBuffers& buffers)
         : spec_(spec),
           num_envs_(num_envs),
           max_episode_steps_(uint32_t(max_episode_steps)),
@@ -323,10 +323,10 @@ public:
         }
     }
 
-    NativeVec(const NativeVec&) = delete;
-    NativeVec& operator=(const NativeVec&) = delete;
+    EnvArray(const EnvArray&) = delete;
+    EnvArray& operator=(const EnvArray&) = delete;
 
-    ~NativeVec() { release(initialized_); }
+    ~EnvArray() { release(initialized_); }
 
     [[nodiscard]] const shoal_env_spec& spec() const noexcept { return spec_; }
     [[nodiscard]] size_t num_envs() const noexcept { return num_envs_; }

@@ -1,6 +1,6 @@
 // shoal/vector.hpp — one native vector: what a batch step is, whoever drives it (the bindings, the tests).
 //
-// A Vector owns the envs (NativeVec), the threads that step them (WorkerPool), the driver thread
+// A Vector owns the envs (EnvArray), the threads that step them (WorkerPool), the driver thread
 // of a pipelined vector (Pipeline), the stop request a Ctrl-C or a close() from another thread sets
 // (interrupt.hpp), the pacing that cuts a long synchronous step into pieces that can stop, the
 // episode counter of a step, the parallel log collection and the fast action check. It knows
@@ -65,7 +65,7 @@ struct StepResult {
 class Vector {
 public:
     /// The envs of `spec` (which must outlive the vector) over the caller's buffers, `params` as
-    /// NativeVec takes them. Throws UsageError for a malformed spec or argument, EnvFailure if an
+    /// EnvArray takes them. Throws UsageError for a malformed spec or argument, EnvFailure if an
     /// env's init() fails, std::system_error if a thread cannot be started.
     Vector(const shoal_env_spec& spec, size_t num_envs, const double* params, int32_t max_episode_steps,
            const VecBuffers& buffers, const VectorOptions& options)
@@ -75,13 +75,11 @@ public:
           episodes_(num_envs),
           pin_threads_(options.pin_threads),
           box_actions_(options.box_actions) {
-        validate_spec(spec);
-        if (num_envs == 0) throw UsageError("num_envs must be >= 1");
-        vec_ = std::make_unique<NativeVec>(spec, num_envs, params, max_episode_steps, buffers);
+        vec_ = std::make_unique<EnvArray>(spec, num_envs, params, max_episode_steps, buffers);
         pool_ =
             std::make_unique<WorkerPool>(workers_for(options.num_threads),
                                          pool_options(options.schedule, options.dynamic_chunk, options.num_buffers));
-        log_blocks_.resize(NativeVec::log_blocks(0, num_envs));
+        log_blocks_.resize(EnvArray::log_blocks(0, num_envs));
         num_threads_ = options.num_threads;
         if (options.num_buffers == 0 || num_envs % options.num_buffers != 0)
             throw UsageError("num_envs must be divisible by num_buffers");
@@ -236,11 +234,11 @@ public:
     /// no pipeline steps meanwhile: each thread takes the blocks of the envs it steps (the static
     /// schedule splits blocks as it splits envs), whose lines are in its own cache, instead of the
     /// caller reading the other cores' halves. The result is the same as on one thread
-    /// (NativeVec::collect_log).
+    /// (EnvArray::collect_log).
     EpisodeTally collect_log(size_t begin, size_t end) {
         Busy busy(*this);
         if (begin > end || end > vec_->num_envs()) throw UsageError("env range out of bounds");
-        const size_t blocks = NativeVec::log_blocks(begin, end);
+        const size_t blocks = EnvArray::log_blocks(begin, end);
         if (pipeline_ || pool_->num_threads() == 0 || blocks < 2) return vec_->collect_log(begin, end);
         auto body = [&](size_t first, size_t last) {
             for (size_t b = first; b < last; ++b) log_blocks_[b] = vec_->take_log_block(begin, end, b);
@@ -330,7 +328,7 @@ private:
         return options;
     }
 
-    const NativeVec& open() const {
+    const EnvArray& open() const {
         if (!vec_) throw UsageError("native vector is closed");
         return *vec_;
     }
@@ -357,7 +355,7 @@ private:
     StopRequest stop_;                    // outlives close(): abandon() may come from another thread any time
     Pacer pacer_;                         // how a synchronous step is cut into pieces that can stop
     EpisodeCounter episodes_;             // episodes ended in the synchronous step under way
-    std::unique_ptr<NativeVec> vec_;
+    std::unique_ptr<EnvArray> vec_;
     std::unique_ptr<WorkerPool> pool_;
     std::vector<EpisodeTally> log_blocks_;  // collect_log's per-block parts, one per block of all envs
     std::unique_ptr<Pipeline> pipeline_;    // declared last: destroyed first

@@ -5,13 +5,15 @@ This is the only module that touches ``_native.Vector``; every other layer goes 
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import numpy as np
 
 from .. import _native
+from ..backends.interrupts import guarded, interrupted_reason, signals_held
 from ..buffers import Buffers, check_estimate, native_vector_estimate, out_of_memory
-from ..call_order import IN_CALL, READY_TO_RECV, READY_TO_SEND
+from ..call_order import CLOSED, IN_CALL, READY_TO_RECV, READY_TO_SEND, used_concurrently
 from ..errors import APIUsageError
 from ..pufferenv import PufferEnv
 from ..seeding import check_seed
@@ -109,6 +111,13 @@ class NativeEnv(PufferEnv):
         per env): subclasses map their own keywords here (defaults, renamed or expanded values)."""
         return per_env
 
+    def _check_stepping(self, num_threads: int, num_buffers: int) -> None:
+        """Subclasses refuse thread or buffer counts their envs cannot be stepped with here."""
+
+    def _episode_log(self, begin: int, end: int):
+        """The episode log of envs [begin, end) (a subclass may report on a cadence of its own)."""
+        return EpisodeLog(self._vec, begin, end, self._report_log)
+
     def __init__(
         self,
         num_envs: int = 1,
@@ -145,6 +154,7 @@ class NativeEnv(PufferEnv):
         num_buffers = check_integer(num_buffers, "num_buffers", 1)
         if num_envs % num_buffers:
             raise APIUsageError(f"num_buffers must divide num_envs ({num_envs}), got {num_buffers}")
+        self._check_stepping(num_threads, num_buffers)
         self.num_envs = num_envs
         # The spec of this vector: its layout and shared state may depend on the parameters.
         self.vector_spec, info = configured(self.spec, info, matrix, texts)
@@ -175,12 +185,12 @@ class NativeEnv(PufferEnv):
         self.num_buffers = self._vec.num_buffers
         envs_per_buffer = self.num_envs // self.num_buffers
         self._logs = [
-            EpisodeLog(self._vec, k * envs_per_buffer, (k + 1) * envs_per_buffer, self._report_log)
-            for k in range(self.num_buffers)
+            self._episode_log(k * envs_per_buffer, (k + 1) * envs_per_buffer) for k in range(self.num_buffers)
         ]
-        # The hot path's one Python call per step that ended episodes (Multithreading's step_infos).
+        # The hot path's one Python call per step that ended episodes.
         self._count_episodes = self._logs[0].add
         self._check_buffer_actions = ActionChecker(self.single_action_space, self.num_agents // self.num_buffers)
+        self._init_vector_api()
 
     @classmethod
     def describe(cls) -> dict:
@@ -210,6 +220,8 @@ class NativeEnv(PufferEnv):
         """Counters of the worker pool, as the native pool names them."""
         return self._vec.pool_stats()
 
+    # The env API (what Serial and a user stepping the object by hand call): reset/step every env.
+
     def reset(self, seed: int | None = None):
         seed = self.seed if seed is None else check_seed(seed)
         self._vec.reset(seed)
@@ -219,30 +231,21 @@ class NativeEnv(PufferEnv):
 
     def step(self, actions):
         """Steps every env; ``actions`` are checked (cheaply in native code for int32/float32 arrays)."""
-        ended = self._vec.step_actions(actions) if type(actions) is np.ndarray else -1
-        if ended < 0:
-            ended = self._step_converted(actions)
-        infos = self._count_episodes(ended) if ended else []
+        ended = self._stepped(actions)
+        infos = self._count_episodes(ended) if ended or self._log_hears_every_step else []
         return self.observations, self.rewards, self.terminals, self.truncations, infos
 
-    def step_infos(self, actions) -> list[dict]:
-        """step() that returns only the infos (the outputs are in ``buf``): Multithreading's hot path.
-        (Serial calls step() once per env, so neither calls the other: a Python call costs ~0.1 us.)"""
-        ended = self._vec.step_actions(actions) if type(actions) is np.ndarray else -1
-        if ended < 0:
-            ended = self._step_converted(actions)
-        return self._count_episodes(ended) if ended else []
-
     def _stepped(self, actions) -> int:
-        """Steps every env (as step() does, without the infos); returns the episodes that ended."""
+        """Steps every env; returns how many episodes ended."""
         ended = self._vec.step_actions(actions) if type(actions) is np.ndarray else -1
-        return ended if ended >= 0 else self._step_converted(actions)
+        if ended < 0:  # another dtype, byte order or layout: converted (or refused) by the action rule
+            actions = self._check_actions(actions)
+            np.copyto(self.actions, actions, casting="unsafe")
+            ended = self._vec.step()
+        return ended
 
-    def _step_converted(self, actions) -> int:
-        actions = self._check_actions(actions)  # converts other dtypes, or raises
-        np.copyto(self.actions, actions, casting="unsafe")
-        return self._vec.step()
-
+    # Whether the episode log hears of steps that ended no episode (a log with a cadence of steps).
+    _log_hears_every_step = False
     # An env class's own form of its episode stats (a dict from collect_log -> the dict infos report); None: as is.
     _report_log = None
 
@@ -255,30 +258,166 @@ class NativeEnv(PufferEnv):
             if self._vec.submit(buffer, self._check_buffer_actions.converted(actions), checked=True) < 0:
                 raise AssertionError("converted actions were refused by the native vector")
 
-    def help_step(self) -> bool:
-        """Steps chunks of the buffer step in flight (num_buffers > 1) on the calling thread for up to
-        HELP_BUDGET_NS; False when none was left. For a caller that would otherwise wait idle, for a
-        GPU say."""
-        return self._vec.help_step(HELP_BUDGET_NS)
-
     def wait(self, buffer: int) -> list[dict]:
         """Waits for the step of buffer ``buffer``; returns its infos."""
         return self._logs[buffer].add(self._vec.wait(buffer))
 
-    def send(self, actions) -> None:
+    # The vector API (make(..., backend="PufferEnv") returns this object; Multithreading is a face of
+    # it). One thread at a time: a call takes ``_in_use`` without waiting (a second thread's call is an
+    # APIUsageError, never a second step of the same batch) and holds the call order at IN_CALL while
+    # it steps or waits, so that a recv() from another thread cannot read rows being written. An
+    # exception that leaves a call half done (Ctrl-C stops the native step at an env boundary) makes
+    # the vector refuse use until reset(): see backends/interrupts.py.
+
+    def _init_vector_api(self) -> None:
+        # Views of each buffer's rows, made once: recv() returns them without copying.
+        rows = self.num_agents // self.num_buffers
+        self._batches = [
+            (self.buf.rows(k * rows, (k + 1) * rows), self.agent_ids[k * rows : (k + 1) * rows])
+            for k in range(self.num_buffers)
+        ]
+        b = self.buf
+        self._outputs = (b.observations, b.rewards, b.terminals, b.truncations, self.agent_ids, b.masks)
+        self._next = 0  # the buffer recv() returns next (round-robin)
+        self._received = 0  # the buffer recv() returned last
+        # Held by the one call under way (taken without waiting: a second thread's call is refused).
+        # close() from another thread stops that call (abandon), then waits for it, and the waiting
+        # thread reports the close. A close() from a signal handler run by the thread that holds it
+        # (the native call runs handlers while it polls for Ctrl-C) is finished once the call has
+        # returned: a reentrant lock, so that this thread can tell.
+        self._in_use = threading.RLock()
+        self._close_after_call = False
+
+    def serve_as(self, owner: str) -> None:
+        """Names the vector in the call order's errors as the object the user made (a backend's name)."""
+        self._order.owner = owner
+
+    @property
+    def batch_rows(self) -> Buffers:
+        """The rows recv() returned last (every row when num_buffers is 1)."""
+        return self._batches[self._received][0]
+
+    @guarded
+    def async_reset(self, seed: int | None = None) -> None:
+        seed = self.seed if seed is None else check_seed(seed)
         order = self._order
-        if order.state != READY_TO_SEND:
-            order.send()  # raises the precise error for the current state
-        # IN_CALL while the envs step: another thread's send or recv is refused (the native vector
-        # also refuses a second thread's step while one runs: the two leave no gap between them).
-        order.state = IN_CALL
+        if not self._in_use.acquire(False):
+            raise self._used_concurrently("async_reset")
         try:
-            _, _, _, _, self.infos = self.step(actions)
+            order.reset()  # raises the precise error for the current state
         except BaseException:
-            if order.state == IN_CALL:
-                order.state = READY_TO_SEND  # refused actions leave the vector as it was
+            self._in_use.release()
             raise
-        order.state = READY_TO_RECV
+        try:
+            order.state = IN_CALL
+            _, self.infos = self.reset(seed)
+            self._next = 0
+        finally:
+            self._leave(READY_TO_RECV)
+            self._in_use.release()
+
+    @guarded
+    def send(self, actions) -> None:
+        # The synchronous path is the hot one: the call order's state is read and written here
+        # rather than through its methods (each a Python call of its own).
+        order = self._order
+        if not self._in_use.acquire(False):  # not `with`: this is the hot path
+            raise self._used_concurrently("send")
+        if order.state != READY_TO_SEND:
+            self._in_use.release()
+            order.send()  # raises the precise error for the current state
+        try:
+            order.state = IN_CALL
+            if self.num_buffers == 1:
+                ended = self._stepped(actions)  # checks the actions before any env runs
+                self.infos = self._count_episodes(ended) if ended or self._log_hears_every_step else []
+            else:
+                self.submit(self._next, actions)
+                self._next = (self._next + 1) % self.num_buffers
+        except BaseException as exc:
+            self._leave(READY_TO_SEND)  # refused actions leave the vector as it was
+            self._in_use.release()
+            self._after_failed_call("send", exc)
+            raise
+        self._in_use.release()
+        if order.state == CLOSED:
+            self._closed_while("send")
+        order.state = READY_TO_RECV  # CallOrder.sent()
+
+    @guarded
+    def recv(self):
+        order = self._order
+        if order.state != READY_TO_RECV:
+            order.recv()  # raises the precise error for the current state (IN_CALL included)
+        if self.num_buffers == 1:
+            order.state = READY_TO_SEND  # what CallOrder.recv() moves to
+            observations, rewards, terminals, truncations, agent_ids, masks = self._outputs
+            return observations, rewards, terminals, truncations, self.infos, agent_ids, masks
+        if not self._in_use.acquire(False):
+            raise self._used_concurrently("recv")
+        if order.state != READY_TO_RECV:  # another thread's recv came first
+            self._in_use.release()
+            order.recv()
+        k = self._next
+        try:
+            order.state = IN_CALL
+            self.infos = infos = self.wait(k)
+        except BaseException as exc:
+            self._leave(READY_TO_SEND)
+            self._in_use.release()
+            self._after_failed_call("recv", exc)
+            raise
+        self._in_use.release()
+        if order.closed:
+            self._closed_while("recv")
+        order.state = READY_TO_SEND
+        self._received = k
+        rows, agent_ids = self._batches[k]
+        return (rows.observations, rows.rewards, rows.terminals, rows.truncations, infos, agent_ids, rows.masks)
+
+    def help_step(self) -> bool:
+        """Steps chunks of the buffer step in flight (num_buffers > 1) on the calling thread for up to
+        HELP_BUDGET_NS; False when none was left (or another thread's call is under way). For a caller
+        that would otherwise wait idle, for a GPU say; the results are the same either way."""
+        if self.num_buffers == 1 or not self._in_use.acquire(False):
+            return False
+        try:
+            return self._vec.help_step(HELP_BUDGET_NS)
+        finally:
+            self._in_use.release()
+
+    def _interrupted(self, call: str, exc: BaseException) -> None:
+        """``call`` was left half done by an unplanned exception (see backends/interrupts.py)."""
+        self._order.needs_reset(interrupted_reason(call, exc))
+
+    def _leave(self, state: int) -> None:
+        """Ends IN_CALL with ``state``, unless the vector was closed (or marked for reset) meanwhile."""
+        if self._order.state == IN_CALL:
+            self._order.state = state
+
+    def _used_concurrently(self, call: str) -> APIUsageError:
+        if self._order.closed:
+            return APIUsageError(f"{self._order.owner}: {call}() on a closed vector env")
+        return used_concurrently(self._order.owner, call)
+
+    def _after_failed_call(self, call: str, exc: BaseException) -> None:
+        """A native step or wait raised: if the vector was closed meanwhile (which stops the step
+        with an APIUsageError), say so; a close deferred from a signal handler is finished."""
+        if isinstance(exc, APIUsageError) and self._order.closed:
+            self._closed_while(call)
+        self._finish_deferred_close()
+
+    def _closed_while(self, call: str) -> None:
+        self._finish_deferred_close()
+        raise APIUsageError(
+            f"{self._order.owner}: the vector env was closed (by another thread) while {call}() waited; "
+            "the step in flight is discarded"
+        )
+
+    def _finish_deferred_close(self) -> None:
+        if self._close_after_call:
+            self._close_after_call = False
+            self._vec.close()
 
     def abandon(self) -> None:
         """Stops the step in flight at the next env boundary; callable from any thread. The call
@@ -290,9 +429,20 @@ class NativeEnv(PufferEnv):
         return self._vec.env_memory(index)
 
     def close(self) -> None:
-        super().close()
-        if not self._vec.closed:
-            self._vec.close()
+        """Releases the envs and the pool's threads; callable from any thread (a step under way in
+        another one stops at the next env boundary and raises). Safe to call more than once.
+
+        Signals are held until it is done (backends/interrupts.py)."""
+        if self._order.closed:
+            return
+        with signals_held():
+            self._order.close()
+            self._vec.abandon()  # a step or wait under way stops at the next env boundary
+            if self._in_use._is_owned():  # a signal handler run by this thread inside its own step or wait
+                self._close_after_call = True
+                return
+            with self._in_use:  # the call under way in another thread returns
+                self._vec.close()
 
 
 def env_class(spec, class_name: str, doc: str | None = None) -> type[NativeEnv]:

@@ -6,8 +6,6 @@ from pathlib import Path
 
 from .. import _native
 from ..native import NativeEnv
-from ..seeding import check_seed
-from ..validation import check_integer
 from . import pyclass, source, unavailable
 from .build import Library, build_library
 from .errors import OceanError
@@ -38,26 +36,12 @@ class OceanEnv(NativeEnv):
 
     ocean: dict = {}
 
-    def __init__(
-        self,
-        num_envs: int = 1,
-        buf=None,
-        seed: int = 0,
-        num_threads: int = 0,
-        schedule: str = "static",
-        pin_threads: bool = False,
-        env_params: list[dict] | None = None,
-        num_buffers: int = 1,
-        **kwargs,
-    ):
-        num_envs = check_integer(num_envs, "num_envs", minimum=1)
-        if env_params is not None and kwargs:
-            raise OceanError("pass keyword arguments either directly or as env_params, not both")
-        per_env = env_params if env_params is not None else [kwargs] * int(num_envs)
-        if not isinstance(per_env, list) or len(per_env) != num_envs or not all(isinstance(p, dict) for p in per_env):
-            raise OceanError(f"env_params must be a list of {num_envs} dicts (one per env)")
-        seed = check_seed(seed)
+    log_interval = None  # the class's report cadence in steps (None: about once per num_envs episodes)
+
+    def _check_stepping(self, num_threads: int, num_buffers: int) -> None:
         unavailable.check_one_thread(self.ocean["name"], num_threads, num_buffers)
+
+    def _bound_params(self, per_env: list[dict]) -> list[dict]:
         resolved = {}
         params = []
         intervals = set()
@@ -75,28 +59,14 @@ class OceanEnv(NativeEnv):
                 f"{self.ocean['name']}: log_interval is the vector's report cadence, one for every env; "
                 f"env_params give {sorted(intervals, key=str)}"
             )
-        super().__init__(
-            num_envs=num_envs,
-            buf=buf,
-            seed=seed,
-            num_threads=num_threads,
-            schedule=schedule,
-            pin_threads=pin_threads,
-            env_params=params,
-            num_buffers=num_buffers,
-        )
         (self.log_interval,) = intervals
-        if self.log_interval is not None:
-            self._logs = [IntervalLog(log, self.log_interval) for log in self._logs]
-            self._count_episodes = self._logs[0].add
+        # log_interval counts steps, not episodes: the log hears of every step
+        self._log_hears_every_step = self.log_interval is not None
+        return params
 
-    def step(self, actions):
-        # As NativeEnv's, but the log hears of every step (log_interval counts steps, not episodes).
-        infos = self._count_episodes(self._stepped(actions))
-        return self.observations, self.rewards, self.terminals, self.truncations, infos
-
-    def step_infos(self, actions) -> list[dict]:
-        return self._count_episodes(self._stepped(actions))
+    def _episode_log(self, begin: int, end: int):
+        log = super()._episode_log(begin, end)
+        return log if self.log_interval is None else IntervalLog(log, self.log_interval)
 
     @classmethod
     def _init_kwargs(cls, overrides: dict) -> tuple[dict, int | None]:

@@ -51,7 +51,7 @@ inline constexpr bool kHasThreadCpuClock = false;
     return clock_ns(CLOCK_MONOTONIC);
 }
 
-/// CPU time consumed by the calling thread (a syscall: ~0.3 us; keep it off the hot path).
+/// CPU time consumed by the calling thread (a syscall: keep it off the hot path).
 [[nodiscard]] inline uint64_t thread_cpu_ns() noexcept {
     return clock_ns(CLOCK_THREAD_CPUTIME_ID);
 }

@@ -99,11 +99,10 @@ _Static_assert(sizeof(Log) % sizeof(float) == 0,
                "shoal.ocean: the env's Log must hold floats only (as PufferLib's vec_log assumes)");
 
 /* The layout. A step touches the binding's Env and the adapter's `seen_n` right after it; an
- * episode end also the rest of the Log, rand()'s state and the episode count. Every line more that
- * an episode end touches is a miss (4096 envs stepped from C, 9 interleaved repeats each): squared's
- * touched five lines of its 320-byte struct, 14.0 ns a step, against 12.8 with two; cartpole's
- * rand() state and count on a line of their own cost 31.2 ns a step, against 30.5 in its Env's last
- * line (an 8-byte state, see shoal_ocean_runtime.h, is what fits there).
+ * episode end also the rest of the Log, rand()'s state and the episode count. Every cache line more
+ * that a step or an episode end touches is a miss once the envs outgrow the caches, so these bytes
+ * are packed onto as few lines as they need (an 8-byte rand() state, see shoal_ocean_runtime.h, is
+ * what fits in an Env's last line).
  *   - Where the Env starts: in an Env that starts with its Log (PufferLib's template), log.n begins
  *     a cache line, so that a step stays within as few lines as its hot bytes need (squared's one,
  *     not two); any other Env begins a line.
@@ -368,8 +367,8 @@ static inline SHOAL_ALWAYS_INLINE uint64_t shoal_ocean_step_envs(shoal_range* ra
     if (limit) memset(((shoal_env*)range->envs)->truncations, 0, count * agents);
     uint64_t episodes = 0;
     unsigned char* bytes = range->envs;
-    /* Each env's actions are converted while the env before it steps: converted just before its own
-     * c_step, which reads them first thing, they cost cartpole 1 ns of its 31 (driver A/B, 11 repeats). */
+    /* Each env's actions are converted while the env before it steps, not just before its own c_step,
+     * which reads them first thing: the conversion's stores then have settled when c_step loads them. */
     shoal_ocean_convert_actions((shoal_ocean_env*)bytes);
     for (size_t i = 0; i < count; ++i, bytes += stride) {
         shoal_ocean_env* w = (shoal_ocean_env*)bytes;

@@ -3,8 +3,8 @@
  * Ocean envs calloc() their arrays (maps, agent tables, graphs) in my_init, a few small blocks per
  * env. In PufferLib's C loop they land next to each other in a fresh heap; inside a long-running
  * Python process they land wherever the heap has holes, and the env's step then reads more cache
- * lines and pages: rware and pacman stepped 10 % and 16 % slower in the plain C loop itself when its
- * heap was fragmented first (bench measurement with 40,000 mixed blocks allocated, half freed).
+ * lines and pages than in PufferLib's loop: how fast an env steps would depend on the process's
+ * allocation history.
  *
  * So while my_init runs, the adapter makes malloc/calloc/realloc draw from an arena of the env's
  * own (blocks of growing size, 16-byte aligned like malloc, zeroed). Outside my_init they are
