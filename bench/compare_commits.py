@@ -27,9 +27,21 @@ CASES = {
     "cartpole 4096 T=0": ("make(envs.CartPole, backend='Multithreading', num_envs=4096, max_num_threads=0)", 30e6),
     "cartpole 4096 T=2": ("make(envs.CartPole, backend='Multithreading', num_envs=4096, max_num_threads=2)", 40e6),
     "squared 4096 T=2": ("make(envs.Squared, backend='Multithreading', num_envs=4096, max_num_threads=2)", 40e6),
+    "cartpole 4096 T=2 pipelined": (
+        "make(envs.CartPole, backend='Multithreading', num_envs=4096, max_num_threads=2, batch_size=2048)",
+        40e6,
+    ),
     "ocean breakout 1024 T=0": (
         "make(ocean.env_class('breakout'), backend='Multithreading', num_envs=1024, max_num_threads=0)",
         5e6,
+    ),
+    "mujoco HalfCheetah-v5 64 T=2": (
+        "make(mujoco.env_class('HalfCheetah-v5'), backend='Multithreading', num_envs=64, max_num_threads=2)",
+        0.3e6,
+    ),
+    "gymnasium CartPole-v1 8 Multiprocessing 2 workers": (
+        "make(lambda: gymnasium.make('CartPole-v1'), backend='Multiprocessing', num_envs=8, num_workers=2)",
+        0.4e6,
     ),
 }
 # One sample of one case on one install, in a fresh process: the install goes first on sys.path, and an
@@ -39,7 +51,8 @@ import sys
 sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != "ScikitBuildRedirectingFinder"]
 sys.path.insert(0, sys.argv[1])
 import shoal
-from shoal import benchmark, envs, ocean
+import gymnasium
+from shoal import benchmark, envs, mujoco, ocean
 from shoal.vector import make
 assert shoal.__file__.startswith(sys.argv[1]), shoal.__file__
 case = benchmark.Case(sys.argv[2], lambda: eval(sys.argv[3]), int(float(sys.argv[4])))

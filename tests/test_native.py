@@ -175,7 +175,7 @@ def test_episode_stats_reach_infos():
 
 
 def test_sdk_env_reports_are_the_same_on_every_thread_count():
-    """The core's episode tallies are collected in blocks of 256 envs (NativeVec::kLogBlockEnvs),
+    """The core's episode tallies are collected in blocks of 256 envs (EnvArray::kLogBlockEnvs),
     on the pool's threads when there are several: every report must be bit-identical to T=0's,
     average exactly the episodes ended since the previous one, and sum their returns."""
     num_envs = 600  # blocks of 256, 256 and 88 envs

@@ -281,7 +281,7 @@ def test_each_report_averages_the_episodes_ended_since_the_last(env_class, threa
 
 
 def test_reports_of_many_envs_are_the_same_on_every_thread_count(env_class):
-    """Above one collection block (NativeVec::kLogBlockEnvs, 256), the pool's threads take the blocks
+    """Above one collection block (EnvArray::kLogBlockEnvs, 256), the pool's threads take the blocks
     of a report in parallel: every report must be bit-identical to T=0's and still average exactly
     the episodes ended since the previous one."""
     num_envs = 600  # blocks of 256, 256 and 88 envs

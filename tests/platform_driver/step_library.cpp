@@ -1,5 +1,5 @@
 // step_library: loads an env library as shoal's core does (shoal/platform/library.hpp: dlopen, or
-// LoadLibraryExW on Windows), steps it with the core's NativeVec on the caller's thread, and prints
+// LoadLibraryExW on Windows), steps it with the core's EnvArray on the caller's thread, and prints
 // a digest of every observation, reward and flag it produced. The same source compiled for Linux and
 // (MinGW, run under Wine) for Windows must print the same line for the same env built both ways.
 // Usage: step_library LIBRARY NAME NUM_ENVS STEPS SEED
@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
         buffers.terminals = terminals.data();
         buffers.truncations = truncations.data();
         buffers.masks = masks.data();
-        shoal::NativeVec vec(spec, num_envs, nullptr, spec.max_episode_steps, buffers);
+        shoal::EnvArray vec(spec, num_envs, nullptr, spec.max_episode_steps, buffers);
         vec.reset_range(0, num_envs, seed);
         Digest digest;
         digest.add(observations.data(), observations.size());
