@@ -323,7 +323,7 @@ private:
         options.schedule = schedule;
         options.dynamic_chunk = dynamic_chunk;
         options.pin_threads = pin_threads_;
-        options.reserved_cpus = 1;
+        options.reserved_cpus = num_buffers > 1 ? 2 : 1;
         options.park_on_contention = num_buffers == 1;
         return options;
     }
