@@ -7,7 +7,7 @@ import pickle
 import numpy as np
 import pytest
 
-from shoal.backends.workers.info_tables import pack, unpack
+from shoal.backends.wire.info_tables import pack, unpack
 
 
 def round_trip(infos):

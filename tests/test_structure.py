@@ -94,10 +94,10 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 
 def test_the_walk_sees_the_package():
-    assert {"shoal.vector", "shoal.backends.registry", "shoal.backends.workers.runner", "shoal.native.env"} <= set(
+    assert {"shoal.vector", "shoal.backends.registry", "shoal.backends.worker_side.runner", "shoal.native.env"} <= set(
         MODULES
     )
-    assert "shoal.backends.workers.runner" in imports("shoal.backends.serial", module_level_only=True)
+    assert "shoal.backends.worker_side.runner" in imports("shoal.backends.serial", module_level_only=True)
     assert "shoal.backends.ray" in imports("shoal.backends.registry", module_level_only=False)
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None

@@ -19,7 +19,7 @@ import numpy as np
 import psutil
 import pytest
 
-from shoal.backends.workers.ray_session import AUTH_MODE, restore_auth_mode
+from shoal.backends.caller_side.ray_session import AUTH_MODE, restore_auth_mode
 from shoal.errors import WorkerError
 from shoal.vector import make
 
@@ -43,7 +43,7 @@ def ray_cluster():
 
     Starting it turns Ray's token authentication on for this whole process, and ray.shutdown()
     leaves it on; the fixture undoes it as shoal does for an instance it started
-    (workers/ray_session.py), or a cluster without authentication joined later in this process
+    (backends/caller_side/ray_session.py), or a cluster without authentication joined later in this process
     (tests/test_ray.py's) would cancel every actor."""
     ray = pytest.importorskip("ray")
     mode_before = os.environ.get(AUTH_MODE)

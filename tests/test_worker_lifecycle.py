@@ -17,7 +17,7 @@ import numpy as np
 import psutil
 import pytest
 
-from shoal.backends.workers.faults import MIN_START_S
+from shoal.backends.caller_side.faults import MIN_START_S
 from shoal.errors import WorkerError
 from shoal.vector import make
 

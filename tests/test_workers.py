@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from gymnasium import spaces
 
-from shoal.backends.workers.blocks import ALIGNMENT, block_buffers, block_size
-from shoal.backends.workers.layout import first_env_indices, worker_layout
+from shoal.backends.caller_side.env_split import first_env_indices, worker_layout
+from shoal.backends.wire.blocks import ALIGNMENT, block_buffers, block_size
 from shoal.errors import APIUsageError, EnvError, WorkerError
 from shoal.vector import make
 

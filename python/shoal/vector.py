@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 
+from .backends.caller_side.env_split import worker_layout
 from .backends.registry import (
     backend_names,
     backend_options,
@@ -12,7 +13,6 @@ from .backends.registry import (
     register_backend,
     resolve_backend,
 )
-from .backends.workers.layout import worker_layout
 from .buffers import PYTHON_ENV_BYTES, check_estimate, native_vector_estimate, out_of_memory
 from .errors import APIUsageError
 from .native import is_native_env

@@ -31,8 +31,8 @@ Faults. Each wait is cut at ``LIVENESS_CHECK_S`` and at the earliest deadline of
 ``LIVENESS_CHECK_S`` all the same (deadlines.Watch): a worker that died or is late is killed and
 either raises WorkerError (the vector closes, killing the workers still in flight rather than
 awaiting them) or is replaced (``on_worker_failure="restart"``: same rows, new process, envs reset
-from the restart seed). Creation, first or replacement, has a limit too (workers/faults.py), and only
-the creating process may drive the workers (workers/ownership.py). A call left by an unplanned exception (Ctrl-C) marks the vector for a resync: the next
+from the restart seed). Creation, first or replacement, has a limit too (caller_side/faults.py), and only
+the creating process may drive the workers (caller_side/ownership.py). A call left by an unplanned exception (Ctrl-C) marks the vector for a resync: the next
 reset waits for every worker to leave BUSY, reads and drops any unread pipe message (each carries the
 worker's ``done_counts`` entry, so the caller knows which ones it has read), replaces a worker whose
 message was half read, and empties ``done_sem``, so no old step can come back.
@@ -56,22 +56,22 @@ import weakref
 import numpy as np
 
 from ..buffers import check_estimate, out_of_memory, python_vector_estimate
-from ..errors import WorkerError
-from .closing import BoundedClose, raise_failures
-from .interrupts import guarded, signals_held
-from .start_methods import check_start_method
-from .workers.caller import WorkerBackend
-from .workers.faults import (
+from ..errors import EnvError, WorkerError
+from .caller_side.faults import (
     CLOSE_TIMEOUT_S,
     LIVENESS_CHECK_S,
     creation_reason,
     creation_timeout,
+    deadline_reason,
     exit_reason,
 )
-from .workers.info_tables import unpack
-from .workers.process_pool import ProcessPool
-from .workers.process_recovery import ProcessRecovery
-from .workers.process_worker import (
+from .caller_side.process_pool import ProcessPool
+from .caller_side.worker_backend import WorkerBackend
+from .closing import BoundedClose, raise_failures
+from .interrupts import guarded, signals_held
+from .start_methods import check_start_method
+from .wire.info_tables import unpack
+from .worker_side.process_worker import (
     BUSY,
     CLOSE,
     IDLE,
@@ -100,7 +100,7 @@ def default_start_method() -> str:
     return "fork" if sys.platform.startswith("linux") else "spawn"
 
 
-class Multiprocessing(ProcessRecovery, WorkerBackend):
+class Multiprocessing(WorkerBackend):
     """Envs in worker processes (a slice of envs each) over shared memory; four batching modes.
 
     ``num_workers`` processes (default: physical cores) each own ``num_envs / num_workers`` envs.
@@ -109,7 +109,7 @@ class Multiprocessing(ProcessRecovery, WorkerBackend):
 
     ``timeout``: seconds a worker has, from dispatch, to finish a step or reset (None: no limit).
     ``on_worker_failure``: a worker that dies or misses its deadline raises WorkerError and closes the
-    vector (``"raise"``), or is replaced and its envs reset (``"restart"``; see backends/restart.py).
+    vector (``"raise"``), or is replaced and its envs reset (``"restart"``; see backends/caller_side/restart.py).
     """
 
     python_envs_here = True
@@ -287,11 +287,7 @@ class Multiprocessing(ProcessRecovery, WorkerBackend):
 
     # -- the API -----------------------------------------------------------------------------------
 
-    @guarded
-    def send(self, actions) -> None:
-        self._owner.check()
-        actions = self._check_actions(actions)
-        self._order.send()
+    def _send_batch(self, actions) -> None:
         if self._copy_mode:
             shared = self.buf.actions
             rows = self.rows_per_worker
@@ -411,7 +407,7 @@ class Multiprocessing(ProcessRecovery, WorkerBackend):
                 return True
             reason = self._failure(w)
             if reason is not None:
-                self._worker_failed(w, reason, in_flight=True)
+                self._fail_or_restart(w, reason, in_flight=True)
                 return True
         return False
 
@@ -421,7 +417,7 @@ class Multiprocessing(ProcessRecovery, WorkerBackend):
             if self._state[w] == BUSY:
                 reason = self._failure(w)
                 if reason is not None:
-                    self._worker_failed(w, reason, in_flight=True)
+                    self._fail_or_restart(w, reason, in_flight=True)
 
     def _drain(self) -> None:
         while self._busy:
@@ -437,3 +433,126 @@ class Multiprocessing(ProcessRecovery, WorkerBackend):
         self._state = self._command = self._seeds = self._mailboxes = self._mail_sizes = None
         self._done_counts = None
         raise_failures(type(self).__name__, failures + driver.wait(CLOSE_TIMEOUT_S))
+
+    # -- failures and recovery ---------------------------------------------------------------------
+
+    def _failure(self, w: int) -> str | None:
+        """Why worker w has failed (dead, or past its deadline), or None."""
+        if self._order.closed:
+            raise self._closed_while_waiting()  # close() from another thread is reaping the workers
+        process = self._processes[w]
+        if process.exitcode is not None:
+            return exit_reason(process.exitcode)
+        late = self._deadlines.late([w])
+        if late is not None:
+            return deadline_reason(late[1], self.timeout)
+        return None
+
+    def _read_message(self, w: int) -> bool:
+        """Reads worker w's pipe message; False if the worker failed meanwhile and was replaced."""
+        conn = self._conns[w]
+        while not conn.poll(self._deadlines.wait_slice([w], LIVENESS_CHECK_S)):
+            reason = self._failure(w)
+            if reason is not None:
+                self._fail_or_restart(w, reason, in_flight=True)
+                return False
+        self._reading[w] = True
+        try:
+            kind, count, content = conn.recv()
+        except (EOFError, OSError):
+            self._processes[w].join(LIVENESS_CHECK_S)
+            self._fail_or_restart(w, self._failure(w) or "closed its pipe unexpectedly", in_flight=True)
+            return False
+        self._consumed[w] = count
+        self._reading[w] = False
+        if kind == "error":
+            raise content.step_error(w, self._env_range(w), self._origin(w))
+        self._worker_infos[w] = content
+        return True
+
+    def _fail_or_restart(self, w: int, reason: str, in_flight: bool) -> None:
+        """A dead or late worker (WorkerBackend._worker_failed); a replacement's reset is the result
+        of its rows, and completes the batch it was in flight for."""
+        infos = self._worker_failed(w, reason)
+        if infos is not None:
+            self._worker_infos[w] = infos
+            if in_flight:
+                self._batches.completed(w)
+
+    def _reset_replacement(self, w: int, seed: int, reason: str):
+        self._seeds[w] = seed
+        self._state[w] = BUSY
+        self._command[w] = RESET
+        self._command_sems[w].release()
+        failure = self._await(w)
+        if failure is not None:
+            self._fail(
+                WorkerError(
+                    f"{reason}; its replacement (pid {self._processes[w].pid}) {failure} while resetting envs "
+                    f"{self._env_range(w)}. The vector env is closed."
+                )
+            )
+        s = self._state[w]
+        self._take_count()
+        infos = []
+        if s == INFOS:
+            infos = self._mail(w)
+        elif s == MESSAGE:
+            if not self._read_message(w):
+                return None
+            infos = self._worker_infos[w]
+        return infos, self.buf, self._worker_rows[w]
+
+    def _kill_on_close(self, workers) -> None:
+        self._pool.kill_now.update(workers)
+
+    def _replace(self, w: int) -> None:
+        if w in self._busy:
+            self._busy.remove(w)
+        pool = self._pool
+        old = pool.processes[w]
+        if old.exitcode is None:
+            old.kill()
+        old.join(CLOSE_TIMEOUT_S)
+        pool.conns[w].close()
+        self._state[w] = IDLE
+        self._start_worker(w)
+        self._handshake(w)
+        if old.exitcode is not None:
+            old.close()
+        self._consumed[w] = 0
+        self._reading[w] = False
+
+    def _await(self, w: int) -> str | None:
+        """Waits until worker w is not BUSY (watching its state word); the failure that ended the wait
+        early, or None."""
+        process, pause = self._processes[w], 0.0005
+        while self._state[w] == BUSY:
+            reason = self._failure(w)
+            if reason is not None:
+                return reason
+            multiprocessing.connection.wait([process.sentinel], timeout=pause)  # returns at once on exit
+            pause = min(2 * pause, 0.01)
+        return None
+
+    def _resync(self) -> None:
+        """After an interrupted call: waits for every worker to finish what it was sent, drops each
+        result and unread message, and rebalances done_sem, so that nothing in flight survives."""
+        for w in range(self.num_workers):
+            reason = self._await(w)
+            if reason is not None:
+                self._fail_or_restart(w, reason, in_flight=False)
+            elif self._reading[w]:
+                self._replace_or_fail(w)  # a message was half read: the pipe's framing is lost
+            elif self._state[w] == MESSAGE and self._consumed[w] != self._done_counts[w]:
+                try:
+                    self._read_message(w)
+                except WorkerError:
+                    raise
+                except EnvError:
+                    pass  # an env failure of the step being dropped
+        while self._done_sem.acquire(False):
+            pass
+        self._owed = 0
+        self._busy = []
+        self._needs_resync = False

@@ -33,8 +33,8 @@ typically within a second) and closes the vector; an exception in env code raise
 naming the worker and the env with the actor's traceback, after which ``reset()`` is required.
 ``timeout`` bounds each call (a late actor is killed: ``WorkerError``; looked for every 0.1 s even
 while other actors answer), and ``on_worker_failure="restart"`` replaces a dead or late actor instead
-(backends/restart.py). Creation has a limit (workers/faults.py); a forked child cannot drive the
-actors (workers/ownership.py). After an
+(backends/caller_side/restart.py). Creation has a limit (caller_side/faults.py); a forked child cannot drive the
+actors (caller_side/ownership.py). After an
 interrupted call the next reset forgets the calls in flight: an actor runs its calls in order, so
 their results can only precede the reset's, and none is read.
 """
@@ -53,16 +53,14 @@ import numpy as np
 from ..buffers import Buffers
 from ..errors import APIUsageError, EnvError, WorkerError
 from ..native import check_threads, is_native_env, native_env_class
-from ..seeding import offset_seed, restart_seed
+from .caller_side.faults import CLOSE_TIMEOUT_S, MIN_ACTOR_START_S, creation_timeout
+from .caller_side.ray_session import Actors, connect
+from .caller_side.worker_backend import WorkerBackend
 from .closing import BoundedClose, raise_failures
 from .interrupts import guarded, signals_held
-from .restart import mark_restarted, restart_info
-from .workers.blocks import block_buffers
-from .workers.caller import WorkerBackend
-from .workers.faults import CLOSE_TIMEOUT_S, MIN_ACTOR_START_S, MISSED_DEADLINE, creation_timeout
-from .workers.messages import Failure
-from .workers.ray_actor import actor_class
-from .workers.ray_session import Actors, connect
+from .wire.blocks import block_buffers
+from .wire.messages import Failure
+from .worker_side.ray_actor import actor_class
 
 # Granularity of the caller's waits on in-flight results (Ray itself reports actor deaths).
 WAIT_S = 1.0
@@ -166,13 +164,14 @@ class Ray(WorkerBackend):
             ]
             for args in self._actor_args:
                 actors.handles.append(self._host.remote(*args))
-            self._set_internal_envs(self._handshake(ray, actors.handles))
+            self._handles = actors.handles
+            self.worker_pids, self.worker_hosts = [0] * self.num_workers, [""] * self.num_workers
+            self._set_internal_envs(self._await_ready(list(range(self.num_workers))))
         except BaseException:
             with signals_held():  # a second interrupt does not cut the teardown short
                 self._finalizer()
                 driver.close()
             raise
-        self._handles = actors.handles
         self.buf = Buffers.allocate(self.single_observation_space, self.single_action_space, self.num_agents)
         self._refs: list = [None] * self.num_workers  # in-flight call of each actor
         self._blocks: list = [None] * self.num_workers
@@ -200,39 +199,38 @@ class Ray(WorkerBackend):
             cpus = math.floor(share * 1e4) / 1e4 if share < 1 else float(math.floor(share))
         return threads, cpus
 
-    def _handshake(self, ray, handles) -> list[int]:
-        """Waits for every actor to build its envs; returns their internal env counts."""
-        refs = [h.ready.remote() for h in handles]
-        self.worker_pids, self.worker_hosts = [0] * len(refs), [""] * len(refs)
-        internal = [0] * len(refs)
+    def _await_ready(self, workers: list[int]) -> list[int]:
+        """The handshake, at construction and for a replacement: waits for the actors of ``workers``
+        to build their envs; records their pids and hosts, returns their internal env counts."""
+        ray, handles = self._ray, self._handles
+        refs = [handles[w].ready.remote() for w in workers]
         limit = creation_timeout(self.timeout, MIN_ACTOR_START_S)
         try:
             ready, _ = ray.wait(refs, num_returns=len(refs), timeout=limit)
         except self._RayError as exc:
             raise WorkerError(f"Ray could not start the actors: {exc}") from exc
         if len(ready) < len(refs):
+            for w, ref in zip(workers, refs):
+                if ref not in ready:
+                    self._kill(w)
             raise WorkerError(
-                f"only {len(ready)} of {len(refs)} Ray actors started within {limit:g} s "
-                f"(the cluster's available resources: {ray.available_resources()}); other work "
-                "may hold its CPUs"
+                f"{len(refs) - len(ready)} of {len(refs)} Ray actors had not built their envs within the "
+                f"creation limit ({limit:g} s) and were killed (the cluster's available resources: "
+                f"{ray.available_resources()}); other work may hold its CPUs"
             )
-        for w, ref in enumerate(refs):
+        counts = []
+        for w, ref in zip(workers, refs):
             try:
-                pid, host, count, error = ray.get(ref)
+                pid, host, count, failure = ray.get(ref)
             except self._RayError as exc:
                 raise WorkerError(f"Ray actor {w} died while creating envs {self._env_range(w)}: {exc}") from exc
-            if error is not None:
-                raise error.creation_error(w, self._env_range(w), f"Ray actor {w} (pid {pid} on {host})")
-            self.worker_pids[w], self.worker_hosts[w], internal[w] = pid, host, count
-        return internal
+            self.worker_pids[w], self.worker_hosts[w] = pid, host
+            counts.append(self._ready_count(w, self._origin(w), count, failure))
+        return counts
 
     # -- the API -----------------------------------------------------------------------------------
 
-    @guarded
-    def send(self, actions) -> None:
-        self._owner.check()
-        actions = self._check_actions(actions)
-        self._order.send()
+    def _send_batch(self, actions) -> None:
         shared, rows = self.buf.actions, self.rows_per_worker
         for i, w in enumerate(self._batch):
             worker_actions = shared[self._worker_rows[w]]
@@ -344,7 +342,7 @@ class Ray(WorkerBackend):
         except self._GetTimeoutError:
             return self._late(w)
         except self._RayActorError as exc:
-            return self._worker_failed(w, "died", detail=f"\n{exc}")
+            return self._failed_result(w, "died", detail=f"\n{exc}")
         except self._RayError as exc:
             # The actor lives but Ray could not deliver its result (e.g. infos that do not pickle).
             raise EnvError(
@@ -361,24 +359,13 @@ class Ray(WorkerBackend):
             self._raise_failure(w, failure)
 
     def _late(self, w: int) -> tuple:
-        return self._worker_failed(w, self._deadlines.reason(w))
+        return self._failed_result(w, self._deadlines.reason(w))
 
-    def _worker_failed(self, w: int, reason: str, detail: str = "") -> tuple:
-        """A dead or late actor: WorkerError (the vector closes), or a replacement whose reset result
-        stands in for the lost call's (returned as ``(block, infos, None)``)."""
-        if self._order.closed:
-            raise self._closed_while_waiting()  # close() from another thread killed the actors
-        if self.on_worker_failure == "raise":
-            self._kill_on_close([w])
-            late = reason.startswith(MISSED_DEADLINE)
-            origin = self._origin(w)
-            self._fail(
-                lambda: WorkerError(
-                    f"{origin} {self._deadlines.reason(w) if late else reason}; it held envs "
-                    f"{self._env_range(w)}. The vector env is closed.{detail}"
-                )
-            )
-        return self._restart(w, f"{self._origin(w)} {reason}")
+    def _failed_result(self, w: int, reason: str, detail: str = "") -> tuple:
+        """A dead or late actor's result (WorkerBackend._worker_failed): its replacement's reset
+        stands in for the lost call's, as ``(block, infos, None)``."""
+        infos = self._worker_failed(w, reason, detail)
+        return self._blocks[w], infos, None
 
     def _kill_on_close(self, workers) -> None:
         self._actors.kill_now.update(workers)
@@ -388,36 +375,25 @@ class Ray(WorkerBackend):
         with contextlib.suppress(Exception):  # already gone
             self._ray.kill(self._handles[w], no_restart=True)
 
-    def _restart(self, w: int, reason: str) -> tuple:
-        """Replaces actor w and resets its envs with the restart seed (see backends/restart.py)."""
-        ray = self._ray
+    def _replace(self, w: int) -> None:
         self._kill(w)
-        self._handles[w] = handle = self._host.remote(*self._actor_args[w])
+        self._handles[w] = self._host.remote(*self._actor_args[w])
+        self._await_ready([w])
+
+    def _reset_replacement(self, w: int, seed: int, reason: str):
         try:
-            ref = handle.ready.remote()
-            limit = creation_timeout(self.timeout, MIN_ACTOR_START_S)
-            if not ray.wait([ref], timeout=limit)[0]:
-                self._kill(w)
-                raise WorkerError(f"its replacement had not built its envs within the creation limit ({limit:g} s)")
-            pid, host, _, failure = ray.get(ref)
-            if failure is not None:
-                raise failure.creation_error(w, self._env_range(w), f"Ray actor {w} (pid {pid} on {host})")
-            self.worker_pids[w], self.worker_hosts[w] = pid, host
-            self._restarts[w] += 1
-            seed = offset_seed(restart_seed(self._reset_seed, self._restarts[w]), self._first_envs[w])
-            self._deadlines.dispatched(w)
-            block, infos, failure = ray.get(handle.reset.remote(seed), timeout=self.timeout)
-            if failure is not None:
-                raise failure.step_error(w, self._env_range(w), self._origin(w))
-        except (EnvError, self._RayError) as exc:
+            block, infos, failure = self._ray.get(self._handles[w].reset.remote(seed), timeout=self.timeout)
+        except self._RayError as exc:
             self._fail(WorkerError(f"worker {w} could not be restarted: {type(exc).__name__}: {exc}"))
-        block = block.copy()  # Ray's is a read-only view of the object store
-        mark_restarted(
-            block_buffers(block, self.single_observation_space, self.single_action_space, self.rows_per_worker)[0],
-            slice(None),
-        )
-        envs = range(*self._layout.env_slice(w).indices(self.num_envs))
-        return block, [*infos, restart_info(w, envs, self._restarts[w], reason)], None
+        if failure is not None:
+            self._fail(
+                WorkerError(
+                    f"worker {w} could not be restarted: {failure.step_error(w, self._env_range(w), self._origin(w))}"
+                )
+            )
+        self._blocks[w] = block = block.copy()  # Ray's is a read-only view of the object store
+        buffers = block_buffers(block, self.single_observation_space, self.single_action_space, self.rows_per_worker)[0]
+        return infos, buffers, slice(None)
 
     def _resync(self) -> None:
         # An actor runs its calls in order, so a reset sent now lands after anything in flight;

@@ -15,9 +15,9 @@ from ..native.env import MAX_THREADS, SCHEDULES, check_schedule, check_threads
 from ..seeding import check_seed
 from ..spaces import BOX_ACTIONS, check_box_actions
 from ..validation import check_bool, check_integer
-from .deadlines import FAILURE_POLICIES, check_on_worker_failure, check_timeout
+from .caller_side.deadlines import FAILURE_POLICIES, check_on_worker_failure, check_timeout
+from .caller_side.env_split import WORKER_OPTIONS as WORKER_DEFAULTS
 from .start_methods import START_METHODS, check_start_method
-from .workers.layout import WORKER_OPTIONS as WORKER_DEFAULTS
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,7 @@ WORKER = (
     _flag("sync_traj", "recv() returns workers in the order they were sent"),
     _flag("overwork", "allow more workers than physical cores"),
 )
-#: what Multiprocessing and Ray do about a worker that hangs or dies (see backends/deadlines.py)
+#: what Multiprocessing and Ray do about a worker that hangs or dies (see backends/caller_side/deadlines.py)
 FAULTS = (
     Option(
         "timeout",

@@ -11,8 +11,8 @@ from ..seeding import check_seed
 from .base import VecEnv, agent_id_range
 from .closing import close_each, raise_failures
 from .interrupts import guarded
-from .workers.runner import EnvShape, SliceFailed, probe_driver, python_slice
-from .workers.slices import EnvSlice
+from .worker_side.runner import EnvShape, SliceFailed, probe_driver, python_slice
+from .worker_side.slices import EnvSlice
 
 
 class Serial(VecEnv):

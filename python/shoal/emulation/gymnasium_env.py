@@ -12,7 +12,7 @@ from ..default_wrappers import StepFunction, default_stack
 from ..seeding import check_seed, env_seed
 from ..spaces import check_action_space
 from ..step_checks import check_observation, check_step_outputs
-from .base import EmulatedEnv, array_action, env_to_wrap
+from .emulated_env import EmulatedEnv, array_action, env_to_wrap
 from .layout import ObservationLayout
 
 

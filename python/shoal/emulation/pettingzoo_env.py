@@ -17,7 +17,7 @@ from ..step_checks import (
     check_reward,
     plain_box_observation,
 )
-from .base import EmulatedEnv, array_action, env_to_wrap
+from .emulated_env import EmulatedEnv, array_action, env_to_wrap
 from .layout import ObservationLayout
 
 

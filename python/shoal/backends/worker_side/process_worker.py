@@ -13,10 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...buffers import Buffers
-from .blocks import block_buffers
-from .info_tables import pack
-from .messages import Failure
-from .process_pool import pid_alive
+from ..wire.blocks import block_buffers
+from ..wire.info_tables import pack
+from ..wire.messages import Failure
 from .runner import EnvShape, python_slice
 
 # state[w]: written BUSY by the caller when it dispatches, IDLE, INFOS or MESSAGE by the worker when done.
@@ -27,9 +26,9 @@ STEP, RESET, CLOSE = 1, 2, 3
 # Per-worker shared bytes for pickled infos (packed by info_tables); larger infos go through the worker's pipe.
 MAILBOX_BYTES = 16384
 
-# Spin lengths, tuned on a 2-vCPU VM (see bench/bench_python_backends.py). A worker that just finished
-# keeps polling for its next command this long before it sleeps: long enough to cover the caller's
-# turnaround between recv() and send(), short enough that idle workers cost nothing measurable.
+# A worker that just finished keeps polling for its next command this long before it sleeps: long
+# enough to cover the caller's turnaround between recv() and send(), short enough that idle workers
+# cost nothing measurable.
 WORKER_SPIN_S = 0.0005
 # Sleeping worker: how often it checks that the caller is alive (orphans exit within this).
 PARENT_CHECK_S = 1.0
@@ -154,3 +153,18 @@ def worker_main(spec: WorkerSpec, raw, payload, conn, command_sem, done_sem) -> 
             with contextlib.suppress(BrokenPipeError, EOFError, OSError):  # the caller is gone
                 conn.send(("closed", failures))
         conn.close()
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process pid exists (the worker's check that its caller still runs)."""
+    if os.name == "posix":
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    import psutil
+
+    return psutil.pid_exists(pid)

@@ -5,7 +5,6 @@ collected or the interpreter exits."""
 from __future__ import annotations
 
 import multiprocessing.connection
-import os
 import time
 
 import numpy as np
@@ -83,17 +82,3 @@ class ProcessPool:
                     self.close_failures.extend(message[1])
         except (EOFError, OSError):
             pass
-
-
-def pid_alive(pid: int) -> bool:
-    if os.name == "posix":
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-    import psutil
-
-    return psutil.pid_exists(pid)

@@ -10,8 +10,8 @@ import sys
 
 import numpy as np
 
-from .blocks import block_buffers, block_size
-from .messages import Failure
+from ..wire.blocks import block_buffers, block_size
+from ..wire.messages import Failure
 from .runner import EnvShape, native_slice, python_slice
 
 

@@ -3,7 +3,8 @@
 Each worker runs a SliceRunner over ``envs_per_worker`` envs. The subclass starts the workers, moves
 actions and results, and says when a worker completes; this base holds the layout, the spaces read
 off a driver env, the batch views (zero-copy blocks, or a batch buffer that results are copied into),
-the reset of every worker, and the rule that an env failure leaves the vector needing a reset.
+the reset of every worker, the rule that an env failure leaves the vector needing a reset, and what
+a dead or late worker costs: the vector (a WorkerError) or a replacement (``on_worker_failure``).
 """
 
 from __future__ import annotations
@@ -14,17 +15,18 @@ import numpy as np
 
 from ...buffers import Buffers
 from ...errors import APIUsageError, EnvError, WorkerError
-from ...seeding import check_seed, offset_seed
+from ...seeding import check_seed, offset_seed, restart_seed
 from ...validation import check_bool
 from ..base import VecEnv, agent_id_range
-from ..deadlines import Deadlines, Watch, check_on_worker_failure, check_timeout
 from ..interrupts import guarded, interrupted_reason
+from ..worker_side.runner import EnvShape, probe_driver
+from ..worker_side.slices import EnvSlice
 from .batching import BatchSelector, take_infos
-from .faults import LIVENESS_CHECK_S
-from .layout import WORKER_OPTIONS, first_env_indices, worker_layout
+from .deadlines import Deadlines, Watch, check_on_worker_failure, check_timeout
+from .env_split import WORKER_OPTIONS, first_env_indices, worker_layout
+from .faults import LIVENESS_CHECK_S, MISSED_DEADLINE
 from .ownership import Owner
-from .runner import EnvShape, probe_driver
-from .slices import EnvSlice
+from .restart import mark_restarted, restart_info
 
 
 class WorkerBackend(VecEnv):
@@ -148,6 +150,13 @@ class WorkerBackend(VecEnv):
         for w in range(self.num_workers):
             self._dispatch_reset(w, offset_seed(seed, self._first_envs[w]))
 
+    @guarded
+    def send(self, actions) -> None:
+        self._owner.check()
+        actions = self._check_actions(actions)
+        self._order.send()
+        self._send_batch(actions)
+
     def _take_batch(self) -> tuple[list[int], list]:
         """recv's prologue: the next batch of workers and its infos."""
         self._owner.check()
@@ -209,7 +218,71 @@ class WorkerBackend(VecEnv):
         self._busy.append(w)
         self._batches.dispatched(w)
 
+    # -- worker failures ---------------------------------------------------------------------------
+
+    def _worker_failed(self, w: int, reason: str, detail: str = "") -> list | None:
+        """Worker w died or is late (``reason``). on_worker_failure="raise": a WorkerError, the vector
+        closed. "restart": a new worker on the same rows resets its envs from the restart seed; returns
+        the infos of its rows for the batch that would have held the lost step (restart.py), or None
+        where the replacement failed too and a nested call dealt with it."""
+        if self._order.closed:
+            raise self._closed_while_waiting()  # close() from another thread is reaping the workers
+        origin = self._origin(w)
+        if self.on_worker_failure == "raise":
+            self._kill_on_close([w])
+            late = reason.startswith(MISSED_DEADLINE)
+            self._fail(
+                lambda: WorkerError(
+                    f"{origin} {self._deadlines.reason(w) if late else reason}; it held envs "
+                    f"{self._env_range(w)}. The vector env is closed.{detail}"
+                )
+            )
+        reason = f"{origin} {reason}"
+        self._replace_or_fail(w)
+        self._restarts[w] += 1
+        seed = offset_seed(restart_seed(self._reset_seed, self._restarts[w]), self._first_envs[w])
+        self._deadlines.dispatched(w)
+        reset = self._reset_replacement(w, seed, reason)
+        if reset is None:
+            return None
+        infos, buffers, rows = reset
+        mark_restarted(buffers, rows)
+        envs = range(*self._layout.env_slice(w).indices(self.num_envs))
+        return [*infos, restart_info(w, envs, self._restarts[w], reason)]
+
+    def _replace_or_fail(self, w: int) -> None:
+        """Replaces worker w; a replacement that cannot start or build its envs closes the vector."""
+        try:
+            self._replace(w)
+        except EnvError as exc:  # WorkerError included
+            self._fail(WorkerError(f"worker {w} could not be restarted: {exc}"))
+
+    def _ready_count(self, w: int, origin: str, count: int, failure) -> int:
+        """A worker's ready report (both backends' handshake): its internal env count, or the
+        creation error of the env that failed to build."""
+        if failure is not None:
+            raise failure.creation_error(w, self._env_range(w), origin)
+        return count
+
     # -- what a worker backend provides ------------------------------------------------------------
+
+    def _origin(self, w: int) -> str:
+        """Worker w as errors name it (which worker, which process, which host)."""
+        raise NotImplementedError
+
+    def _replace(self, w: int) -> None:
+        """Kills worker w (if alive) and starts a new one on the same rows, waiting until it has built
+        its envs (the handshake of a first start); an EnvError (WorkerError) if it cannot."""
+        raise NotImplementedError
+
+    def _reset_replacement(self, w: int, seed: int, reason: str) -> tuple[list, Buffers, slice] | None:
+        """Resets the replacement of worker w with ``seed``: its infos and where its rows are, or None
+        where it failed too and a nested _worker_failed dealt with it. ``reason`` says why it replaced one."""
+        raise NotImplementedError
+
+    def _send_batch(self, actions) -> None:
+        """Writes the checked ``actions`` into the rows of the workers of the last batch and starts their step."""
+        raise NotImplementedError
 
     def _dispatch_reset(self, w: int, seed: int) -> None:
         """Starts worker w's reset of its slice with ``seed``."""

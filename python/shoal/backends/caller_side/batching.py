@@ -1,5 +1,5 @@
-"""Which workers' results form the next batch: the batching modes of PufferLib's Multiprocessing
-(seed 000), shared by the Multiprocessing and Ray backends."""
+"""Which workers' results form the next batch: the batching modes of PufferLib 3.0's
+Multiprocessing, shared by the Multiprocessing and Ray backends."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ count and the reason.
 
 from __future__ import annotations
 
-from ..buffers import Buffers
+from ...buffers import Buffers
 
 
 def mark_restarted(buf: Buffers, rows: slice) -> None:

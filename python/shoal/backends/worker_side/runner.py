@@ -18,9 +18,9 @@ from ...buffers import Buffers
 from ...errors import APIUsageError, EnvError
 from ...pufferenv import PufferEnv
 from ...seeding import offset_seed
+from ..caller_side.env_split import first_env_indices
 from ..closing import close_each
-from .layout import first_env_indices
-from .messages import RESET_HINT, Failure
+from ..wire.messages import RESET_HINT, Failure
 from .slices import EnvSlice
 
 # What env code may raise and still be reported as the env's failure (KeyboardInterrupt is the user's).

@@ -14,8 +14,8 @@ import math
 import numbers
 import time
 
-from ..errors import APIUsageError
-from .workers.faults import deadline_reason
+from ...errors import APIUsageError
+from .faults import deadline_reason
 
 FAILURE_POLICIES = ("raise", "restart")
 
