@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The fast tier on a loaded machine (issue 45): users and CI run the tests while other work keeps a
-# core busy. A busy loop pinned to one core runs beside the README's test command, which must pass
-# RUNS times in a row (default 5).
+# core busy. A busy loop pinned to one core runs beside FIRST (a command, e.g. the README's test
+# command, if given), then beside the fast tier, which must pass RUNS times in a row (default 5).
+#     bash .ci/loaded.sh [RUNS] [FIRST]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-5}
+first=${2:-}
 if command -v taskset >/dev/null; then
     taskset -c 0 python -c 'while True: pass' &
 else
@@ -12,6 +14,10 @@ else
 fi
 load=$!
 trap 'kill "$load"' EXIT
+if [ -n "$first" ]; then
+    echo "ci: under load: $first"
+    bash -c "$first"
+fi
 for run in $(seq "$runs"); do
     echo "ci: fast tier under load, run $run of $runs"
     pytest -n auto -p no:cacheprovider
