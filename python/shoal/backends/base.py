@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ..call_order import CallOrder
@@ -9,10 +11,18 @@ from ..spaces import ActionChecker, check_box_actions, joint_space
 from .interrupts import interrupted_reason, signals_held
 
 
+class EnvLists(NamedTuple):
+    """make()'s per-env lists, one entry per env: creators, positional args, keyword args."""
+
+    creators: list
+    args: list
+    kwargs: list
+
+
 class VecEnv:
     """Base of the backends: async_reset/send/recv are theirs; reset/step/close/with are here.
 
-    A backend sets, in __init__: driver_env, num_envs, num_agents, agents_per_batch,
+    A backend sets, in _build: driver_env, num_envs, num_agents, agents_per_batch,
     single_observation_space, single_action_space, emulated; then calls ``_init_api()``.
     """
 
@@ -24,15 +34,25 @@ class VecEnv:
     #: whether the backend builds Python env objects on this machine (make() counts their memory)
     python_envs_here: bool = False
 
+    def __init__(
+        self, env_creators, env_args, env_kwargs, num_envs: int, seed: int = 0, box_actions: str = "pass", **options
+    ):
+        """PufferLib 3.0's backend constructor, as make() calls it: the per-env lists, ``num_envs`` and
+        ``seed`` are every backend's, ``box_actions`` is make()'s, ``options`` are the backend's own
+        (the keywords of its ``_build``)."""
+        self.box_actions = check_box_actions(box_actions)
+        self._build(EnvLists(env_creators, env_args, env_kwargs), num_envs, seed, **options)
+
+    def _build(self, envs: EnvLists, num_envs: int, seed: int, **options) -> None:
+        """Builds the envs (or the workers that hold them) and sets the attributes above."""
+        raise NotImplementedError
+
     def _init_api(self) -> None:
         self.observation_space = joint_space(self.single_observation_space, self.agents_per_batch)
         self.action_space = joint_space(self.single_action_space, self.agents_per_batch)
         self._check_actions = ActionChecker(self.single_action_space, self.agents_per_batch, self.box_actions)
         self._order = CallOrder(type(self).__name__)
         self.infos: list = []
-
-    def _set_box_actions(self, box_actions) -> None:
-        self.box_actions = check_box_actions(box_actions)
 
     def reset(self, seed: int | None = None):
         """Resets every env; returns (observations, infos)."""

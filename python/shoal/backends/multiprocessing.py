@@ -57,6 +57,7 @@ import numpy as np
 
 from ..buffers import check_estimate, out_of_memory, python_vector_estimate
 from ..errors import EnvError, WorkerError
+from .base import EnvLists
 from .caller_side.faults import (
     CLOSE_TIMEOUT_S,
     LIVENESS_CHECK_S,
@@ -114,20 +115,18 @@ class Multiprocessing(WorkerBackend):
 
     python_envs_here = True
 
-    def __init__(
+    def _build(
         self,
-        env_creators,
-        env_args,
-        env_kwargs,
+        envs: EnvLists,
         num_envs: int,
-        seed: int = 0,
+        seed: int,
+        *,
         start_method: str | None = None,
         timeout: float | None = None,
         on_worker_failure: str = "raise",
-        box_actions: str = "pass",
         **worker_options,
-    ):
-        self._set_box_actions(box_actions)
+    ) -> None:
+        env_creators, env_args, env_kwargs = envs
         self._configure_workers(num_envs, seed, worker_options)
         self._configure_failures(timeout, on_worker_failure)
         if start_method is None:

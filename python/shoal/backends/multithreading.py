@@ -8,7 +8,7 @@ from ..native import check_schedule, check_threads, native_env_class
 from ..seeding import check_seed
 from ..spaces import joint_space
 from ..validation import is_integer
-from .base import VecEnv
+from .base import EnvLists, VecEnv
 
 
 def default_num_threads(num_envs: int, pipelined: bool = False) -> int:
@@ -36,20 +36,18 @@ class Multithreading(VecEnv):
     refuses use until reset(). close() from another thread stops a step in flight the same way.
     """
 
-    def __init__(
+    def _build(
         self,
-        env_creators,
-        env_args,
-        env_kwargs,
+        envs: EnvLists,
         num_envs: int,
-        seed: int = 0,
+        seed: int,
+        *,
         max_num_threads: int | None = None,
         schedule: str = "static",
         pin_threads: bool = False,
         batch_size: int | None = None,
-        box_actions: str = "pass",
-    ):
-        self._set_box_actions(box_actions)
+    ) -> None:
+        env_creators, env_args, env_kwargs = envs
         env_type = native_env_class(env_creators, env_args, env_kwargs, "Multithreading")
         if batch_size is None or batch_size == "auto":
             batch_size = num_envs

@@ -53,6 +53,7 @@ import numpy as np
 from ..buffers import Buffers
 from ..errors import APIUsageError, EnvError, WorkerError
 from ..native import check_threads, is_native_env, native_env_class
+from .base import EnvLists
 from .caller_side.faults import CLOSE_TIMEOUT_S, MIN_ACTOR_START_S, creation_timeout
 from .caller_side.ray_session import Actors, connect
 from .caller_side.worker_backend import WorkerBackend
@@ -94,21 +95,19 @@ class Ray(WorkerBackend):
     ``timeout`` and ``on_worker_failure``: as Multiprocessing's (an actor is a worker).
     """
 
-    def __init__(
+    def _build(
         self,
-        env_creators,
-        env_args,
-        env_kwargs,
+        envs: EnvLists,
         num_envs: int,
-        seed: int = 0,
+        seed: int,
+        *,
         ray_address: str | None = None,
         max_num_threads=None,
         timeout: float | None = None,
         on_worker_failure: str = "raise",
-        box_actions: str = "pass",
         **worker_options,
-    ):
-        self._set_box_actions(box_actions)
+    ) -> None:
+        env_creators, env_args, env_kwargs = envs
         # Cores are the cluster's, checked once connected; worker_layout checks the rest now.
         self._configure_workers(num_envs, seed, worker_options, limit_to_cores=False)
         self._configure_failures(timeout, on_worker_failure)

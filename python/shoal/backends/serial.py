@@ -8,7 +8,7 @@ from ..buffers import Buffers, check_estimate, python_vector_estimate
 from ..call_order import IN_CALL, READY_TO_RECV
 from ..errors import APIUsageError
 from ..seeding import check_seed
-from .base import VecEnv, agent_id_range
+from .base import EnvLists, VecEnv, agent_id_range
 from .closing import close_each, raise_failures
 from .interrupts import guarded
 from .worker_side.runner import EnvShape, SliceFailed, probe_driver, python_slice
@@ -24,18 +24,8 @@ class Serial(VecEnv):
 
     python_envs_here = True
 
-    def __init__(
-        self,
-        env_creators,
-        env_args,
-        env_kwargs,
-        num_envs: int,
-        seed: int = 0,
-        buf: Buffers | None = None,
-        box_actions: str = "pass",
-        **options,
-    ):
-        self._set_box_actions(box_actions)
+    def _build(self, envs: EnvLists, num_envs: int, seed: int, *, buf: Buffers | None = None, **options) -> None:
+        env_creators, env_args, env_kwargs = envs
         batch_size = options.get("batch_size")
         if batch_size is not None and batch_size != num_envs:
             raise APIUsageError(
