@@ -40,6 +40,7 @@ TIERS = [
     ("test_many_libraries.py::*", "fast", "compiles one tiny test-tree env and the SDK example (about 1 s)"),
     ("test_mujoco_errors.py::*", "fast", "errors raised before or while loading one small model"),
     ("test_mujoco*", "integration", "compiles MuJoCo tasks and sweeps them against Gymnasium's"),
+    ("test_atari*", "integration", "builds ALE from ale-py's sdist, steps every ROM, compares games with Gymnasium's"),
 ]
 TIER_NAMES = ("fast", "integration")
 

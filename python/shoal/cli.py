@@ -209,6 +209,12 @@ def cmd_envs(args, overrides) -> int:
     from .mujoco import available
 
     print(f"MuJoCo tasks ([env] name = mujoco:<id>; needs shoal[mujoco]): {', '.join(available())}")
+    from .atari import AtariError, games
+
+    try:
+        print(f"Atari games ([env] name = atari:<game>; needs shoal[atari]): {', '.join(games())}")
+    except AtariError as error:
+        print(f"Atari games ([env] name = atari:<game>): {error}")
     return 0
 
 

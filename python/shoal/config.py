@@ -2,7 +2,7 @@
 
     [env]
     name = cartpole            ; bundled native env, module:callable, gymnasium:<EnvId>, ocean:<env>,
-                               ; mujoco:<EnvId>, or path/to/env.so[:EXPORT] (class_name = ... optional)
+                               ; mujoco:<EnvId>, atari:<game>, or path/to/env.so[:EXPORT] (class_name = ... optional)
     some_param = 3             ; every other key is a keyword parameter of the env (typed)
     ocean_source = PATH        ; ocean:<env> only: a PufferLib tree (default: the pufferlib 3.0.0 sdist)
 
@@ -421,6 +421,10 @@ def env_parameters(config: Config) -> list[str] | None:
             from .mujoco import env_class as mujoco_class
 
             creator = mujoco_class(attr)  # the task's parameters, without the [env] values bound yet
+        elif module_name == "atari":
+            from .atari import env_class as atari_class
+
+            creator = atari_class(attr)
         elif module_name == "ocean" or not attr:
             return None
         elif module_name == "gymnasium" and not attr.isidentifier():
@@ -495,10 +499,17 @@ def resolve_env(config: Config):
             return mujoco_class(attr, **config.env_kwargs)
         except APIUsageError as error:
             raise ConfigError(f"{config.path}: [env] name = {name!r}: {error}") from None
+    if module_name == "atari":  # atari:<game>; the other [env] keys are the options (preset, noop_max, ...)
+        from .atari import env_class as atari_class
+
+        try:
+            return atari_class(attr, **config.env_kwargs)
+        except APIUsageError as error:
+            raise ConfigError(f"{config.path}: [env] name = {name!r}: {error}") from None
     if not attr:
         raise ConfigError(
             f"{config.path}: [env] name = {name!r} is not a bundled env "
-            f"({sorted(BUNDLED)}) nor module:callable, gymnasium:<EnvId>, mujoco:<EnvId>, ocean:<env> or path/to/env.so"
+            f"({sorted(BUNDLED)}) nor module:callable, gymnasium:<EnvId>, mujoco:<EnvId>, atari:<game>, ocean:<env> or path/to/env.so"
         )
     if module_name == "gymnasium" and not attr.isidentifier():
         import gymnasium

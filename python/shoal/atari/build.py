@@ -1,0 +1,209 @@
+"""Builds ALE at first use from the source distribution of the installed ale-py, and shoal's Atari env on it.
+
+ALE (the Arcade Learning Environment) is ale-py's own C++: the installed ``ale-py`` package names the
+version, pip fetches that version's source distribution from the package registry (nothing else is
+downloaded, nothing is vendored into shoal), and its ``src/ale`` is compiled once into a static archive,
+cached by version, compiler and flags like the Ocean and MuJoCo builds. The env library
+(csrc/shoal_atari.cpp) links that archive and zlib. The ROMs are the installed package's own files.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import importlib.metadata
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+import shoal
+
+from ..errors import APIUsageError
+from ..native import builds, toolchain
+
+CSRC = Path(__file__).resolve().parent / "csrc"
+INSTALL_HINT = 'shoal.atari needs ale-py (its ROMs, and its sources for the emulator): pip install "shoal[atari]"'
+# ALE's sources (src/ale of the sdist) that make the emulator; the Python bindings, ale-py's own vector
+# env (OpenCV), the WebAssembly glue and SDL's display are not part of it.
+LEFT_OUT = ("python", "vector", "wasm", "external")
+ALE_FLAGS = ("-O3", "-std=c++17", "-fPIC", "-fvisibility=hidden", "-DNDEBUG", "-w")
+# The env: C++20 for designated initializers of the spec; no fused multiply-adds (INTER_AREA's float sums).
+ENV_FLAGS = ("-O3", "-std=c++20", "-fPIC", "-fvisibility=hidden", "-DNDEBUG", "-ffp-contract=off")
+
+
+class AtariError(APIUsageError):
+    """shoal.atari cannot run here: ale-py missing, its sources unavailable, or a build failure."""
+
+
+def ale_version() -> str:
+    """The installed ale-py's version (its sources are fetched for exactly this one)."""
+    try:
+        return importlib.metadata.version("ale-py")
+    except importlib.metadata.PackageNotFoundError:
+        raise AtariError(f"{INSTALL_HINT} (ale-py is not installed)") from None
+
+
+def roms_dir() -> Path:
+    """ale-py's ROM folder (one <game>.bin per game), found without importing ale_py."""
+    spec = importlib.util.find_spec("ale_py")
+    if spec is None or not spec.submodule_search_locations:
+        raise AtariError(f"{INSTALL_HINT} (ale-py is not installed)")
+    folder = Path(next(iter(spec.submodule_search_locations))) / "roms"
+    if not folder.is_dir() or not any(folder.glob("*.bin")):
+        raise AtariError(f"{INSTALL_HINT} (the ale-py package in {folder.parent} has no ROMs)")
+    return folder
+
+
+def cache_root() -> Path:
+    """Where ALE's sources and builds are kept: $SHOAL_ATARI_BUILD_CACHE, else <shoal's cache>/atari."""
+    if os.environ.get("SHOAL_ATARI_BUILD_CACHE"):
+        return Path(os.environ["SHOAL_ATARI_BUILD_CACHE"])
+    return builds.cache_dir() / "atari"
+
+
+def cxx_compiler() -> str:
+    """The C++ compiler: $CXX, else c++ (ALE is C++)."""
+    return os.environ.get("CXX") or "c++"
+
+
+def source_distribution(version: str) -> Path:
+    """ale-py's sdist for ``version``, fetched with pip from the package registry once, then cached."""
+    folder = cache_root() / "sdist"
+    found = sorted(folder.glob(f"ale_py-{version}.tar.gz"))
+    if found:
+        return found[0]
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=folder) as download:
+        command = [sys.executable, "-m", "pip", "download", f"ale-py=={version}", "--no-binary", "ale-py"]
+        command += ["--no-deps", "--quiet", "-d", download]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+        archives = list(Path(download).glob("ale_py-*.tar.gz"))
+        if result.returncode != 0 or not archives:
+            output = (result.stdout + result.stderr).strip()[-2000:]
+            raise AtariError(
+                f"shoal.atari builds ALE from ale-py {version}'s source distribution, and pip could not fetch it "
+                f"({' '.join(command[2:])}):\n{output}\nWith no access to the package registry, put "
+                f"ale_py-{version}.tar.gz into {folder}"
+            )
+        final = folder / archives[0].name
+        os.replace(archives[0], final)
+    return final
+
+
+def _version_header(version: str) -> str:
+    major, minor, patch = (version.split(".") + ["0", "0"])[:3]
+    return (
+        "#ifndef __VERSION_HPP__\n#define __VERSION_HPP__\n"
+        f'#define ALE_VERSION "{version}"\n#define ALE_VERSION_MAJOR "{major}"\n'
+        f'#define ALE_VERSION_MINOR "{minor}"\n#define ALE_VERSION_PATCH "{patch}"\n'
+        '#define ALE_VERSION_GIT_SHA "sdist"\n#define STELLA_VERSION "2.4.2"\n#endif\n'
+    )
+
+
+def _extract_ale(archive: Path, into: Path) -> Path:
+    """src/ale of the sdist, under into/src/ale; returns into/src (the include root: "ale/...")."""
+    with tarfile.open(archive) as tar:
+        members = [m for m in tar.getmembers() if "/src/ale/" in m.name and (m.isfile() or m.isdir())]
+        if not members:
+            raise AtariError(f"{archive} holds no src/ale (not ale-py's source distribution?)")
+        prefix = members[0].name.split("/src/ale/")[0] + "/"
+        for member in members:
+            member.name = member.name[len(prefix) :]
+        tar.extractall(into, members=members, filter="data")
+    return into / "src"
+
+
+def _compile_all(commands: list[list[str]], cwd: Path, what: str) -> None:
+    """Runs the compile commands on every CPU; the first failure is an AtariError with its output."""
+
+    def run(command):
+        return command, subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=900)
+
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+            for command, result in pool.map(run, commands):
+                if result.returncode != 0:
+                    output = (result.stdout + result.stderr).strip()[-3000:]
+                    raise AtariError(
+                        f"compiling {what} failed ({' '.join(command[:3])} ... exit {result.returncode}):\n{output}"
+                    )
+    except FileNotFoundError:
+        raise AtariError(
+            f"compiling {what} needs a C++17 compiler: {commands[0][0]!r} was not found (install g++ or clang++, "
+            "or set CXX)"
+        ) from None
+
+
+def ale_archive() -> Path:
+    """The static archive of ALE for the installed ale-py (built once per version, compiler and flags)."""
+    version = ale_version()
+    compiler = cxx_compiler()
+    archive = source_distribution(version)
+    key = builds.digest([version, compiler, ALE_FLAGS, archive.stat().st_size])
+    product = "libale.a"
+
+    def build(stage: Path) -> None:
+        include = _extract_ale(archive, stage)
+        (include / "ale" / "version.hpp").write_text(_version_header(version))
+        sources = [
+            path
+            for path in sorted((include / "ale").rglob("*"))
+            if path.suffix in (".cpp", ".cxx") and path.relative_to(include / "ale").parts[0] not in LEFT_OUT
+        ]
+        objects = stage / "objects"
+        objects.mkdir()
+        commands = [
+            [
+                compiler,
+                *ALE_FLAGS,
+                f"-I{include}",
+                f"-I{include / 'ale'}",
+                "-c",
+                str(src),
+                "-o",
+                str(objects / f"{i}.o"),
+            ]
+            for i, src in enumerate(sources)
+        ]
+        _compile_all(commands, stage, f"ALE {version} (from {archive.name})")
+        result = subprocess.run(
+            ["ar", "rcs", str(stage / product), *map(str, sorted(objects.glob("*.o")))], capture_output=True, text=True
+        )
+        if result.returncode != 0:
+            raise AtariError(f"archiving ALE failed: {result.stderr.strip()}")
+        shutil.rmtree(objects)
+        shutil.move(str(include), str(stage / "include"))
+
+    folder = builds.cached_build(cache_root(), f"ale-{version}", key, product, build, AtariError)
+    return folder / product
+
+
+def env_library() -> Path:
+    """shoal's Atari env library, linked against ALE's archive (cached)."""
+    archive = ale_archive()
+    include = archive.parent / "include"
+    compiler = cxx_compiler()
+    source = CSRC / "shoal_atari.cpp"
+    product = f"shoal_atari{toolchain.current().library_suffix}"
+    key = builds.digest(
+        [
+            compiler,
+            ENV_FLAGS,
+            shoal.__version__,
+            archive.parent.name,
+            source.read_bytes(),
+            *(p.read_bytes() for p in sorted(Path(shoal.get_include(), "shoal").glob("*.h"))),
+        ]
+    )
+
+    def build(stage: Path) -> None:
+        command = [compiler, *ENV_FLAGS, "-shared", f"-I{shoal.get_include()}", f"-I{include}", f"-I{include / 'ale'}"]
+        command += [str(source), "-o", str(stage / product), str(archive), "-lz", "-lpthread"]
+        _compile_all([command], stage, "shoal's Atari env")
+
+    folder = builds.cached_build(cache_root(), "shoal_atari", key, product, build, AtariError)
+    return folder / product

@@ -1,0 +1,187 @@
+"""shoal.atari: ALE built from ale-py's sources, Gymnasium's preprocessing natively, bit for bit.
+
+Parity: with preset="gymnasium", noop_max=0 and no sticky actions, every observation, reward,
+terminal, truncation and final observation equals FrameStackObservation(AtariPreprocessing(
+gym.make("ALE/<Game>-v5", frameskip=1, repeat_action_probability=0.0), noop_max=0), 4), step for step,
+episode ends included (Gymnasium's autoreset: reset() without a seed, ALE's random state continuing).
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+import pytest
+
+ale_py = pytest.importorskip("ale_py", reason="needs ale-py: pip install -e '.[test]'")
+cv2 = pytest.importorskip("cv2", reason="needs opencv-python-headless: pip install -e '.[test]'")
+
+import gymnasium as gym  # noqa: E402
+
+import shoal.atari  # noqa: E402
+from shoal.errors import APIUsageError  # noqa: E402
+from shoal.seeding import env_seed  # noqa: E402
+from shoal.vector import make  # noqa: E402
+
+gym.register_envs(ale_py)
+
+PARITY_GAMES = ["pong", "breakout", "space_invaders", "seaquest", "ms_pacman"]
+
+
+@pytest.fixture(scope="module")
+def library():
+    return ctypes.CDLL(str(shoal.atari.env.env_library()))
+
+
+def native_resize(library, image: np.ndarray, size: int) -> np.ndarray:
+    image = np.ascontiguousarray(image, dtype=np.uint8)
+    out = np.zeros((size, size), np.uint8)
+    library.shoal_atari_resize_area(
+        image.ctypes.data_as(ctypes.c_void_p), image.shape[0], image.shape[1], out.ctypes.data_as(ctypes.c_void_p), size
+    )
+    return out
+
+
+@pytest.mark.parametrize("size", [84, 64, 42, 100])
+def test_resize_is_opencvs_inter_area(library, size):
+    rng = np.random.default_rng(size)
+    for _ in range(20):
+        image = rng.integers(0, 256, size=(210, 160), dtype=np.uint8)
+        expected = cv2.resize(image, (size, size), interpolation=cv2.INTER_AREA)
+        np.testing.assert_array_equal(native_resize(library, image, size), expected)
+    # Screens are mostly flat colours with hard edges, where rounding ties are common.
+    blocks = np.kron(rng.integers(0, 256, size=(21, 16), dtype=np.uint8), np.ones((10, 10), np.uint8))
+    expected = cv2.resize(blocks, (size, size), interpolation=cv2.INTER_AREA)
+    np.testing.assert_array_equal(native_resize(library, blocks, size), expected)
+
+
+def test_ale_seed_is_seed_sequences(library):
+    library.shoal_atari_ale_seed.restype = ctypes.c_int32
+    library.shoal_atari_ale_seed.argtypes = [ctypes.c_uint64]
+    for entropy in [0, 1, 7, 2**32 - 1, 2**32, 2**63 + 12345, 2**64 - 1, env_seed(3, 5)]:
+        expected = np.int32(np.random.SeedSequence(entropy).generate_state(2)[1].astype(np.int64).astype(np.int32))
+        assert library.shoal_atari_ale_seed(entropy) == expected, entropy
+
+
+def gymnasium_env(game: str):
+    name = "".join(part.capitalize() for part in game.split("_"))
+    env = gym.make(f"ALE/{name}-v5", frameskip=1, repeat_action_probability=0.0)
+    env = gym.wrappers.AtariPreprocessing(env, noop_max=0)
+    return gym.wrappers.FrameStackObservation(env, 4)
+
+
+@pytest.mark.parametrize("game", PARITY_GAMES)
+def test_gymnasium_parity_step_for_step(game):
+    steps, num_envs, seed = 5000, 2, 11
+    Game = shoal.atari.env_class(game, noop_max=0, repeat_action_probability=0.0)
+    references = [gymnasium_env(game) for _ in range(num_envs)]
+    expected = [ref.reset(seed=shoal.atari.gymnasium_seed(seed, i))[0] for i, ref in enumerate(references)]
+    episode_ends = 0
+    with make(Game, backend="Serial", num_envs=num_envs, seed=seed) as vecenv:
+        obs, _ = vecenv.reset()
+        np.testing.assert_array_equal(obs, np.stack(expected))
+        rng = np.random.default_rng(0)
+        for step in range(steps):
+            actions = rng.integers(0, vecenv.single_action_space.n, size=num_envs)
+            obs, rewards, terminals, truncations, _ = vecenv.step(actions)
+            for i, ref in enumerate(references):
+                ref_obs, ref_reward, ref_term, ref_trunc, _ = ref.step(int(actions[i]))
+                context = f"{game} env {i} step {step}"
+                assert rewards[i] == np.float32(ref_reward), context
+                assert (terminals[i], truncations[i]) == (ref_term, ref_trunc), context
+                if ref_term or ref_trunc:
+                    episode_ends += 1
+                    np.testing.assert_array_equal(vecenv.final_observations[i], ref_obs, err_msg=context)
+                    ref_obs, _ = ref.reset()
+                np.testing.assert_array_equal(obs[i], ref_obs, err_msg=context)
+    assert episode_ends >= 1, f"{game}: no episode ended in {steps} steps; the autoreset went untested"
+
+
+BACKENDS = [
+    ("Serial", {}),
+    ("Multithreading", {"max_num_threads": 0}),
+    ("Multithreading", {"max_num_threads": 1}),
+    ("Multithreading", {"max_num_threads": 2}),
+    ("Multithreading", {"max_num_threads": 3}),
+    ("Multiprocessing", {"num_workers": 2}),
+    ("PufferEnv", {}),
+]
+
+
+def rollout(Game, backend, options, steps=300, num_envs=4):
+    """Every observation, reward, terminal and truncation of a run, as one list of arrays."""
+    if backend == "PufferEnv":  # the native env object itself
+        vector = Game(num_envs=num_envs, seed=5)
+    else:
+        vector = make(Game, backend=backend, num_envs=num_envs, seed=5, **options)
+    with vector as vecenv:
+        obs, _ = vecenv.reset()
+        trace = [obs.copy()]
+        rng = np.random.default_rng(1)
+        for _ in range(steps):
+            actions = rng.integers(0, vecenv.single_action_space.n, size=num_envs)
+            trace += [array.copy() for array in vecenv.step(actions)[:4]]
+    return trace
+
+
+def test_sticky_actions_and_noops_agree_on_every_backend():
+    Game = shoal.atari.env_class("breakout", noop_max=30, repeat_action_probability=0.25, terminal_on_life_loss=True)
+    reference = rollout(Game, "Serial", {})
+    for backend, options in BACKENDS[1:]:
+        for i, (expected, got) in enumerate(zip(reference, rollout(Game, backend, options), strict=True)):
+            np.testing.assert_array_equal(got, expected, err_msg=f"{backend} {options}: array {i} of the run")
+
+
+def test_every_shipped_rom_steps():
+    failures = []
+    for game in shoal.atari.games():
+        try:
+            Game = shoal.atari.env_class(game)
+            with make(Game, backend="Multithreading", num_envs=1, max_num_threads=0) as vecenv:
+                vecenv.reset()
+                actions = np.zeros(1, np.int32)
+                for _ in range(1000):
+                    vecenv.step(actions)
+        except Exception as error:  # every ROM is tried, the failures listed together
+            failures.append(f"{game}: {error}")
+    assert not failures, "\n".join(failures)
+
+
+def test_unknown_game_lists_the_available_ones():
+    with pytest.raises(APIUsageError, match="no game 'pongg'; available: .*pong"):
+        shoal.atari.env_class("pongg")
+    with pytest.raises(APIUsageError, match="'warlords' is a multi-player game"):
+        shoal.atari.env_class("warlords")
+
+
+def test_a_rom_ale_does_not_support_is_an_error_not_an_exit(tmp_path):
+    rom = tmp_path / "not_a_game.bin"
+    rom.write_bytes(bytes(4096))
+    Pong = shoal.atari.env_class("pong")
+    with pytest.raises(APIUsageError, match="ALE does not support ROM"):
+        Pong(num_envs=1, rom=str(rom))
+
+
+def test_game_names_in_gymnasiums_spellings():
+    assert shoal.atari.env_class("ALE/SpaceInvaders-v5").game == "space_invaders"
+    assert shoal.atari.env_class("Pong").game == "pong"
+
+
+def test_unknown_option_and_preset_are_named():
+    with pytest.raises(APIUsageError, match="frameskip"):
+        shoal.atari.env_class("pong", frameskip=4)
+    with pytest.raises(APIUsageError, match="unknown Atari preset 'dqn'; presets: gymnasium"):
+        shoal.atari.env_class("pong", preset="dqn")
+    with pytest.raises(APIUsageError, match="RGB observations are not available"):
+        shoal.atari.env_class("pong", grayscale_obs=False)
+
+
+def test_missing_ale_py_names_the_extra(monkeypatch):
+    import importlib.util
+
+    from shoal.atari import build
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ale_py" else real(name, *a))
+    with pytest.raises(build.AtariError, match=r'pip install "shoal\[atari\]"'):
+        build.roms_dir()
