@@ -25,7 +25,8 @@ from shoal.vector import make  # noqa: E402
 
 gym.register_envs(ale_py)
 
-PARITY_GAMES = ["pong", "breakout", "space_invaders", "seaquest", "ms_pacman"]
+# Pong with two envs (env 1's seed is gymnasium_seed(seed, 1)), the others with one.
+PARITY_GAMES = [("pong", 2), ("breakout", 1), ("space_invaders", 1), ("seaquest", 1), ("ms_pacman", 1)]
 
 
 @pytest.fixture(scope="module")
@@ -70,9 +71,9 @@ def gymnasium_env(game: str):
     return gym.wrappers.FrameStackObservation(env, 4)
 
 
-@pytest.mark.parametrize("game", PARITY_GAMES)
-def test_gymnasium_parity_step_for_step(game):
-    steps, num_envs, seed = 5000, 2, 11
+@pytest.mark.parametrize(("game", "num_envs"), PARITY_GAMES)
+def test_gymnasium_parity_step_for_step(game, num_envs):
+    steps, seed = 5000, 11
     Game = shoal.atari.env_class(game, noop_max=0, repeat_action_probability=0.0)
     references = [gymnasium_env(game) for _ in range(num_envs)]
     expected = [ref.reset(seed=shoal.atari.gymnasium_seed(seed, i))[0] for i, ref in enumerate(references)]
@@ -132,6 +133,7 @@ def test_sticky_actions_and_noops_agree_on_every_backend():
             np.testing.assert_array_equal(got, expected, err_msg=f"{backend} {options}: array {i} of the run")
 
 
+@pytest.mark.slow
 def test_every_shipped_rom_steps():
     failures = []
     for game in shoal.atari.games():
@@ -185,3 +187,16 @@ def test_missing_ale_py_names_the_extra(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ale_py" else real(name, *a))
     with pytest.raises(build.AtariError, match=r'pip install "shoal\[atari\]"'):
         build.roms_dir()
+
+
+def test_config_names_a_game_with_its_options(tmp_path):
+    from shoal.config import ConfigError, load, resolve_env
+
+    path = tmp_path / "config.ini"
+    path.write_text("[env]\nname = atari:breakout\nnoop_max = 0\nstack_size = 2\n[vec]\nbackend = Serial\n")
+    cls = resolve_env(load(str(path), {}))
+    assert issubclass(cls, shoal.atari.AtariEnv) and cls.game == "breakout"
+    assert tuple(cls.describe()["obs_shape"]) == (2, 84, 84)
+    path.write_text("[env]\nname = atari:pongg\n[vec]\nbackend = Serial\n")
+    with pytest.raises(ConfigError, match="no game 'pongg'"):
+        resolve_env(load(str(path), {}))

@@ -15,6 +15,7 @@
 // X the env's first two 32-bit draws: random_seed = SeedSequence(X).generate_state(2)[1], then the
 // ROM loaded again. Autoresets continue ALE's own random state, as Gymnasium's autoreset does.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -97,7 +98,8 @@ struct AreaWeight {
     float alpha;
 };
 
-// OpenCV's computeResizeAreaTab: the weights of a downscale from `source` to `target` samples.
+// OpenCV's computeResizeAreaTab: the weights of a downscale from `source` to `target` samples, grouped by
+// target in increasing source order.
 std::vector<AreaWeight> area_weights(int source, int target) {
     std::vector<AreaWeight> weights;
     const double scale = 1.0 / (double(target) / double(source));
@@ -114,14 +116,42 @@ std::vector<AreaWeight> area_weights(int source, int target) {
     return weights;
 }
 
+// The horizontal weights as a fixed number of taps per output column, tap-major (tap k of every column,
+// then tap k + 1): the pass then adds one tap to every column at a time, the columns' sums independent of
+// each other, each in OpenCV's order. Zero-weight taps pad the short columns (adding +0.0f to a
+// non-negative sum changes nothing).
+struct ColumnTaps {
+    int taps = 0;
+    std::vector<int> source;   // taps * size
+    std::vector<float> alpha;  // taps * size
+
+    ColumnTaps() = default;
+
+    ColumnTaps(const std::vector<AreaWeight>& weights, int size) {
+        std::vector<int> count(size_t(size), 0);
+        for (const AreaWeight& w : weights) taps = std::max(taps, ++count[size_t(w.target)]);
+        source.assign(size_t(taps) * size_t(size), 0);
+        alpha.assign(size_t(taps) * size_t(size), 0.0f);
+        std::fill(count.begin(), count.end(), 0);
+        for (const AreaWeight& w : weights) {
+            const size_t at = size_t(count[size_t(w.target)]++) * size_t(size) + size_t(w.target);
+            source[at] = w.source;
+            alpha[at] = w.alpha;
+        }
+        for (int d = 0; d < size; ++d)  // a padding tap reads a pixel its column reads anyway
+            for (int k = count[size_t(d)]; k < taps; ++k)
+                source[size_t(k) * size_t(size) + size_t(d)] = source[size_t(d)];
+    }
+};
+
 // What every env of a vector shares, read-only: the game and the resize's weights.
 struct Game {
     std::string rom;
     int height = 0, width = 0;
     int num_actions = 0;
     ale::Action actions[kMaxActions];
-    std::vector<AreaWeight> columns, rows;
-    std::vector<int> row_starts;  // rows[row_starts[y]..row_starts[y + 1]) feed output row y
+    ColumnTaps columns;
+    std::vector<AreaWeight> rows;
 };
 
 }  // namespace
@@ -157,16 +187,24 @@ const AtariEnv& params_of(const void* params) {
     return *static_cast<const AtariEnv*>(params);
 }
 
-// OpenCV's ResizeArea_Invoker for one channel of uint8 (buffers in float, rounded to nearest even).
+// OpenCV's ResizeArea_Invoker for one channel of uint8: per source row, each output column's taps summed in
+// order from 0 (OpenCV's buf), then the rows weighted into the output row's sums; rounded to nearest even.
 void resize_area(const Game& game, const uint8_t* source, uint8_t* target, int size, float* sums) {
     float* buf = sums;
     float* sum = sums + size;
     std::fill(sum, sum + size, 0.0f);
+    const int taps = game.columns.taps;
+    const int* columns = game.columns.source.data();
+    const float* alphas = game.columns.alpha.data();
     int previous_row = game.rows.empty() ? 0 : game.rows[0].target;
     for (const AreaWeight& row : game.rows) {
         const uint8_t* line = source + size_t(row.source) * size_t(game.width);
         std::fill(buf, buf + size, 0.0f);
-        for (const AreaWeight& column : game.columns) buf[column.target] += line[column.source] * column.alpha;
+        for (int k = 0; k < taps; ++k) {
+            const int* at = columns + size_t(k) * size_t(size);
+            const float* alpha = alphas + size_t(k) * size_t(size);
+            for (int x = 0; x < size; ++x) buf[x] += float(line[at[x]]) * alpha[x];
+        }
         const float beta = row.alpha;
         if (row.target != previous_row) {
             uint8_t* out = target + size_t(previous_row) * size_t(size);
@@ -231,7 +269,7 @@ int atari_init(AtariEnv* env) {
         env->ale->setInt("random_seed", 0);
         env->ale->setFloat("repeat_action_probability", 0.0f);  // sticky actions draw from the env's stream
         env->ale->setInt("max_num_frames_per_episode", env->max_num_frames_per_episode);
-        env->ale->loadROM(env->game->rom);
+        // No loadROM here: every env's first reset follows a vector reset, which seeds ALE and loads it.
         const size_t pixels = size_t(env->game->height) * size_t(env->game->width);
         env->gray = new std::vector<unsigned char>(pixels);
         env->screens[0] = new uint8_t[pixels]();
@@ -356,7 +394,7 @@ int atari_configure(shoal_env_spec* spec, const void* params, char* error) {
                       game->height, game->width);
         return 1;
     }
-    game->columns = area_weights(game->width, p.screen_size);
+    game->columns = ColumnTaps(area_weights(game->width, p.screen_size), p.screen_size);
     game->rows = area_weights(game->height, p.screen_size);
     spec->obs_shape[0] = p.stack_size;
     spec->obs_shape[1] = p.screen_size;
@@ -429,7 +467,7 @@ SHOAL_EXTERN_C SHOAL_VISIBLE void shoal_atari_resize_area(const uint8_t* source,
     Game game;
     game.height = height;
     game.width = width;
-    game.columns = area_weights(width, size);
+    game.columns = ColumnTaps(area_weights(width, size), size);
     game.rows = area_weights(height, size);
     std::vector<float> sums(2 * size_t(size));
     resize_area(game, source, target, size, sums.data());
@@ -439,4 +477,69 @@ SHOAL_EXTERN_C SHOAL_VISIBLE int32_t shoal_atari_ale_seed(uint64_t entropy) {
     uint32_t state[2];
     SeedSequence(entropy).generate_state(state, 2);
     return int32_t(state[1]);
+}
+
+// bench/bench_atari.py's limit: these callbacks in a bare loop on the calling thread, with what the core
+// does around them that the semantics need (flags zeroed, same-step reset) and nothing else: `steps`
+// steps of `num_envs` envs after 20 warm-up steps, actions drawn in advance; env steps per second, or a
+// negative number if the game does not load.
+SHOAL_EXTERN_C SHOAL_VISIBLE double shoal_atari_limit_sps(const char* rom, int32_t num_envs, int64_t steps,
+                                                          int32_t frame_skip, int32_t noop_max,
+                                                          float repeat_action_probability, int32_t reward_clipping) {
+    AtariEnv params{};
+    params.rom = rom;
+    params.frame_skip = frame_skip;
+    params.noop_max = noop_max;
+    params.screen_size = 84;
+    params.stack_size = 4;
+    params.reward_clipping = reward_clipping;
+    params.max_num_frames_per_episode = 108000;
+    params.repeat_action_probability = repeat_action_probability;
+    shoal_env_spec spec = atari_spec;
+    char error[SHOAL_ERROR_CAPACITY];
+    if (atari_configure(&spec, &params, error) != 0) return -1.0;
+    const size_t n = size_t(num_envs), obs_bytes = 4 * 84 * 84;
+    std::vector<AtariEnv> envs(n, params);
+    std::vector<uint8_t> observations(n * obs_bytes), flags(3 * n);
+    std::vector<float> rewards(n);
+    std::vector<char> errors(n * SHOAL_ERROR_CAPACITY);
+    constexpr int kBatches = 16;
+    std::vector<int32_t> actions(kBatches * n);
+    shoal_rng draws;
+    shoal_rng_seed(&draws, 12345);
+    for (int32_t& action : actions) action = int32_t(shoal_rng_below(&draws, uint32_t(spec.action_nvec[0])));
+    for (size_t i = 0; i < n; ++i) {
+        shoal_env& base = envs[i].base;
+        base.observations = observations.data() + i * obs_bytes;
+        base.rewards = &rewards[i];
+        base.terminals = &flags[i];
+        base.truncations = &flags[n + i];
+        base.masks = &flags[2 * n + i];
+        base.error = &errors[i * SHOAL_ERROR_CAPACITY];
+        base.num_agents = 1;
+        base.env_index = int64_t(i);
+        base.shared = spec.shared;
+        shoal_rng_seed(&base.rng, shoal_env_seed(0, i));
+        if (atari_init(&envs[i]) != 0) return -1.0;
+        atari_reset(&envs[i]);
+    }
+    auto run = [&](int64_t count) {
+        for (int64_t t = 0; t < count; ++t) {
+            const int32_t* batch = actions.data() + size_t(t % kBatches) * n;
+            for (size_t i = 0; i < n; ++i) {
+                AtariEnv* env = &envs[i];
+                env->base.actions = batch + i;
+                rewards[i] = 0.0f;
+                flags[i] = flags[n + i] = 0;
+                if (atari_step(env) == SHOAL_EPISODE_OVER) atari_reset(env);
+            }
+        }
+    };
+    run(20);
+    const auto start = std::chrono::steady_clock::now();
+    run(steps);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    for (AtariEnv& env : envs) atari_close(&env);
+    release_game(spec.shared);
+    return double(n) * double(steps) / seconds;
 }
