@@ -200,3 +200,22 @@ def test_config_names_a_game_with_its_options(tmp_path):
     path.write_text("[env]\nname = atari:pongg\n[vec]\nbackend = Serial\n")
     with pytest.raises(ConfigError, match="no game 'pongg'"):
         resolve_env(load(str(path), {}))
+
+
+def test_a_build_failure_says_what_is_missing(tmp_path):
+    from shoal.atari.build import AtariError, _compile_all
+
+    source = tmp_path / "uses_zlib.cpp"
+    source.write_text("#include <missing_folder/zlib.h>\nint main() { return 0; }\n")
+    with pytest.raises(AtariError, match="zlib's headers: apt install zlib1g-dev"):
+        _compile_all([["c++", "-c", str(source), "-o", str(tmp_path / "a.o")]], tmp_path, "a test")
+    with pytest.raises(AtariError, match="needs a C\\+\\+17 compiler: 'no-such-c\\+\\+' was not found"):
+        _compile_all([["no-such-c++", "-c", str(source)]], tmp_path, "a test")
+
+
+def test_shoal_check_passes_with_sticky_actions_and_noops():
+    from shoal.ocean.check import isolated_check
+
+    Game = shoal.atari.env_class("breakout", noop_max=30, repeat_action_probability=0.25)
+    result = isolated_check(Game, backend="Multithreading", num_envs=4, steps=200, seed=3, max_num_threads=2)
+    assert result.passed, str(result)

@@ -128,6 +128,8 @@ def _compile_all(commands: list[list[str]], cwd: Path, what: str) -> None:
             for command, result in pool.map(run, commands):
                 if result.returncode != 0:
                     output = (result.stdout + result.stderr).strip()[-3000:]
+                    if "zlib.h" in output:
+                        output += "\nALE needs zlib's headers: apt install zlib1g-dev (Debian, Ubuntu), dnf install zlib-devel"
                     raise AtariError(
                         f"compiling {what} failed ({' '.join(command[:3])} ... exit {result.returncode}):\n{output}"
                     )
