@@ -133,7 +133,6 @@ def test_sticky_actions_and_noops_agree_on_every_backend():
             np.testing.assert_array_equal(got, expected, err_msg=f"{backend} {options}: array {i} of the run")
 
 
-@pytest.mark.slow
 def test_every_shipped_rom_steps():
     failures = []
     for game in shoal.atari.games():
