@@ -5,8 +5,9 @@
 Rows per game and number of envs (agent steps per second, random actions generated in advance, medians of
 interleaved repeats, warm-up excluded, construction and reset excluded, no policy). Every row does the same
 work per step: 4 emulated frames, the last two max-pooled, grayscale, 84x84 INTER_AREA, a stack of 4, noop
-resets of up to 30 frames, clipped rewards, no sticky actions (ale-py AtariVectorEnv's defaults, which shoal
-is given as options; EnvPool's Pong-v5 differs only in keeping unclipped rewards in its info):
+resets of up to 30 frames, no sticky actions. shoal runs the preset of the peer it is compared with:
+preset="ale_vector" (ale-py AtariVectorEnv's defaults and rules: FIRE resets, clipped rewards) on rows (a)-(d),
+preset="envpool" (EnvPool's: FIRE resets, unclipped rewards) on its own (d) row.
   (a) shoal's env callbacks in a bare C++ loop on one thread (shoal_atari_limit_sps): the limit
   (a2) two such loops at once, half the envs each: the two-thread limit
   (b) shoal Multithreading T=0 (the caller steps every env)   (c) T=2   (d) default threads
@@ -38,8 +39,9 @@ from shoal import benchmark
 from shoal.atari.build import env_library, roms_dir
 from shoal.vector import make
 
-# The work every row does (see the docstring); shoal's options for it.
-OPTIONS = {"noop_max": 30, "repeat_action_probability": 0.0, "reward_clipping": True}
+# The work every row does (see the docstring): the presets' values.
+OPTIONS = {"noop_max": 30, "repeat_action_probability": 0.0}
+ALE_VECTOR_RULES = 1
 
 
 def limit_function(game: str):
@@ -47,9 +49,9 @@ def limit_function(game: str):
     limit = library.shoal_atari_limit_sps
     limit.restype = ctypes.c_double
     limit.argtypes = [ctypes.c_char_p, ctypes.c_int32, ctypes.c_int64, ctypes.c_int32, ctypes.c_int32]
-    limit.argtypes += [ctypes.c_float, ctypes.c_int32]
+    limit.argtypes += [ctypes.c_float, ctypes.c_int32, ctypes.c_int32]
     rom = str(roms_dir() / f"{game}.bin").encode()
-    return lambda num_envs, steps: limit(rom, num_envs, steps, 4, OPTIONS["noop_max"], 0.0, 1)
+    return lambda num_envs, steps: limit(rom, num_envs, steps, 4, OPTIONS["noop_max"], 0.0, 1, ALE_VECTOR_RULES)
 
 
 def two_loops_case(limit, num_envs: int, steps: int):
@@ -157,7 +159,8 @@ def python_case(game: str, num_envs: int, steps: int):
 
 def cases_for(game: str, num_envs: int, args) -> list[tuple[str, object]]:
     steps = args.steps
-    cls = shoal.atari.env_class(game, **OPTIONS)
+    cls = shoal.atari.env_class(game, preset="ale_vector")
+    envpool_cls = shoal.atari.env_class(game, preset="envpool")
     limit = limit_function(game)
     cases = [
         ("(a) bare C++ loop (limit)", lambda: limit(num_envs, steps)),
@@ -165,6 +168,7 @@ def cases_for(game: str, num_envs: int, args) -> list[tuple[str, object]]:
         ("(b) shoal T=0", shoal_case(cls, num_envs, steps, max_num_threads=0)),
         ("(c) shoal T=2", shoal_case(cls, num_envs, steps, max_num_threads=2)),
         ("(d) shoal default", shoal_case(cls, num_envs, steps)),
+        ("(d) shoal default, preset=envpool", shoal_case(envpool_cls, num_envs, steps)),
         ("(e) ale-py AtariVectorEnv 1 thread", ale_vector_case(game, num_envs, steps, 1)),
         ("(e) ale-py AtariVectorEnv 2 threads", ale_vector_case(game, num_envs, steps, 2)),
     ]

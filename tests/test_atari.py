@@ -8,6 +8,7 @@ episode ends included (Gymnasium's autoreset: reset() without a seed, ALE's rand
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 
 import numpy as np
@@ -98,6 +99,79 @@ def test_gymnasium_parity_step_for_step(game, num_envs):
     assert episode_ends >= 1, f"{game}: no episode ended in {steps} steps; the autoreset went untested"
 
 
+def ale_vector_reference(game: str, num_envs: int):
+    from ale_py.vector_env import AtariVectorEnv
+
+    return AtariVectorEnv(game, num_envs, noop_max=0, autoreset_mode="SameStep", num_threads=1)
+
+
+@pytest.mark.parametrize("game", ["pong", "breakout"])
+def test_ale_vector_preset_is_ale_pys_vector_step_for_step(game):
+    """preset="ale_vector" against ale-py's AtariVectorEnv (its defaults: FIRE on reset, clipped rewards, a
+    zero-padded stack), both autoresetting in the same step; noop_max=0 makes the resets deterministic (ALE
+    without sticky actions does not depend on its seed)."""
+    steps, num_envs = 3000, 2
+    Game = shoal.atari.env_class(game, preset="ale_vector", noop_max=0)
+    reference = ale_vector_reference(game, num_envs)
+    episode_ends = 0
+    with contextlib.closing(reference), make(Game, backend="Serial", num_envs=num_envs, seed=3) as vecenv:
+        obs, _ = vecenv.reset()
+        ref_obs, _ = reference.reset(seed=0)
+        np.testing.assert_array_equal(obs, ref_obs)
+        assert not ref_obs[:, :3].any(), "the reference's stack is zero-padded"
+        rng = np.random.default_rng(2)
+        for step in range(steps):
+            actions = rng.integers(0, vecenv.single_action_space.n, size=num_envs)
+            obs, rewards, terminals, truncations, _ = vecenv.step(actions)
+            ref_obs, ref_rewards, ref_terms, ref_truncs, info = reference.step(actions)
+            context = f"{game} step {step}"
+            np.testing.assert_array_equal(rewards, ref_rewards.astype(np.float32), err_msg=context)
+            np.testing.assert_array_equal(terminals, ref_terms, err_msg=context)
+            np.testing.assert_array_equal(truncations, ref_truncs, err_msg=context)
+            np.testing.assert_array_equal(obs, ref_obs, err_msg=context)
+            for i in np.flatnonzero(ref_terms | ref_truncs):
+                episode_ends += 1
+                np.testing.assert_array_equal(vecenv.final_observations[i], info["final_obs"][i], err_msg=context)
+    assert episode_ends >= 1, f"{game}: no episode ended in {steps} steps; the autoreset went untested"
+
+
+@pytest.mark.parametrize("game", ["pong", "breakout"])
+@pytest.mark.parametrize("terminal_on_life_loss", [False, True], ids=["games", "lives"])
+def test_envpool_preset_is_envpools_atari_step_for_step(game, terminal_on_life_loss):
+    """preset="envpool" against EnvPool's Atari (its defaults: NOOPs then FIRE, the stack padded with the
+    reset frame, the frame that ends a game kept; episodic_life continuing the game after a lost life).
+    EnvPool resets in the step after an episode's end, ignoring that step's action: its end-of-episode
+    observation is shoal's final observation, its next one shoal's reset observation. noop_max=1 makes
+    a FIRE game's resets deterministic (1 NOOP less the FIRE)."""
+    envpool = pytest.importorskip("envpool", reason="needs envpool: pip install -e '.[full]' (CPython 3.11, x86-64)")
+    steps, num_envs = 3000, 2
+    Game = shoal.atari.env_class(game, preset="envpool", noop_max=1, terminal_on_life_loss=terminal_on_life_loss)
+    name = "".join(part.capitalize() for part in game.split("_"))
+    references = [  # one pool per env: each resets in its own next step
+        envpool.make(f"{name}-v5", env_type="gymnasium", num_envs=1, noop_max=1, episodic_life=terminal_on_life_loss)
+        for _ in range(num_envs)
+    ]
+    episode_ends = 0
+    with make(Game, backend="Serial", num_envs=num_envs, seed=3) as vecenv:
+        obs, _ = vecenv.reset()
+        np.testing.assert_array_equal(obs, np.concatenate([ref.reset()[0] for ref in references]))
+        rng = np.random.default_rng(2)
+        for step in range(steps):
+            actions = rng.integers(0, vecenv.single_action_space.n, size=num_envs)
+            obs, rewards, terminals, truncations, _ = vecenv.step(actions)
+            for i, ref in enumerate(references):
+                ref_obs, ref_reward, ref_term, ref_trunc, _ = ref.step(actions[i : i + 1])
+                context = f"{game} env {i} step {step}"
+                assert (rewards[i], terminals[i], truncations[i]) == (ref_reward[0], ref_term[0], ref_trunc[0]), context
+                if ref_term[0] or ref_trunc[0]:
+                    episode_ends += 1
+                    np.testing.assert_array_equal(vecenv.final_observations[i], ref_obs[0], err_msg=context)
+                    ref_obs, _, ref_term, ref_trunc, _ = ref.step(actions[i : i + 1])  # EnvPool's reset
+                    assert not (ref_term[0] or ref_trunc[0]), context
+                np.testing.assert_array_equal(obs[i], ref_obs[0], err_msg=context)
+    assert episode_ends >= 1, f"{game}: no episode ended in {steps} steps; the autoreset went untested"
+
+
 BACKENDS = [
     ("Serial", {}),
     ("Multithreading", {"max_num_threads": 0}),
@@ -171,8 +245,10 @@ def test_game_names_in_gymnasiums_spellings():
 def test_unknown_option_and_preset_are_named():
     with pytest.raises(APIUsageError, match="frameskip"):
         shoal.atari.env_class("pong", frameskip=4)
-    with pytest.raises(APIUsageError, match="unknown Atari preset 'dqn'; presets: gymnasium"):
+    with pytest.raises(APIUsageError, match="unknown Atari preset 'dqn'; presets: gymnasium, ale_vector, envpool"):
         shoal.atari.env_class("pong", preset="dqn")
+    with pytest.raises(APIUsageError, match=r"rules are set by the preset \(preset=...\)"):
+        shoal.atari.env_class("pong", rules=2)
     with pytest.raises(APIUsageError, match="RGB observations are not available"):
         shoal.atari.env_class("pong", grayscale_obs=False)
 

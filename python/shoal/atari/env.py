@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 from .. import _native
@@ -29,7 +30,9 @@ class AtariEnv(NativeEnv):
     ``full_action_space`` and ``max_num_frames_per_episode`` (a truncation).
 
     ``preset="gymnasium"`` (the default) is FrameStackObservation(AtariPreprocessing(
-    gym.make("ALE/<Game>-v5", frameskip=1)), 4): keywords with Gymnasium's names override it.
+    gym.make("ALE/<Game>-v5", frameskip=1)), 4); ``"ale_vector"`` is ale-py's AtariVectorEnv and
+    ``"envpool"`` EnvPool's Atari, each with its defaults and rules (``use_fire_reset`` included, see
+    docs/atari.md); keywords with Gymnasium's names override the preset's values.
     Env i's ALE is seeded as ale-py's ``reset(seed=gymnasium_seed(seed, i))`` seeds it.
     """
 
@@ -48,6 +51,8 @@ class AtariEnv(NativeEnv):
     def _native_kwargs(cls, kwargs: dict) -> dict:
         merged = {**cls.bound, **kwargs}
         preset = merged.pop("preset", "gymnasium")
+        if "rules" in merged:
+            raise APIUsageError(f"shoal.atari {cls.game!r}: rules are set by the preset (preset=...), not given")
         for name, (supported, why) in UNSUPPORTED.items():
             if name in merged and merged.pop(name) != supported:
                 raise APIUsageError(f"shoal.atari {cls.game!r}: {name}={not supported!r} is not supported: {why}")
@@ -60,9 +65,11 @@ class AtariEnv(NativeEnv):
         """The game's spaces (for the bound keyword arguments), parameters and their defaults."""
         if cls.spec is None:
             raise APIUsageError(f"{cls.__name__} has no game; use shoal.atari.env_class")
-        info = cls.spec.describe()
-        matrix, _, texts = resolve_params(info, [cls._native_kwargs({})])
-        return configured(cls.spec, info, matrix, texts)[1]
+        if "_description" not in cls.__dict__:  # ALE loads the ROM to tell the action set: once per class
+            info = cls.spec.describe()
+            matrix, _, texts = resolve_params(info, [cls._native_kwargs({})])
+            cls._description = configured(cls.spec, info, matrix, texts)[1]
+        return copy.deepcopy(cls._description)
 
 
 def gymnasium_seed(seed: int, index: int) -> int:
