@@ -423,6 +423,7 @@ bool reset_ale(AtariEnv* env, bool seeded) {
     if (new_game) {
         if (seeded) seed_ale(env);
         env->ale->reset_game();
+        env->episode_frames = 0;  // a game over among the NOOPs below keeps the count, as EnvPool's does
     }
     if (fire && env->rules == kAleVector) env->ale->act(ale::PLAYER_A_FIRE);
     for (int i = noop_frames(env, fire); i > 0; --i) {
@@ -455,7 +456,6 @@ void atari_reset(AtariEnv* env) {
         write_stack(env);
         return;
     }
-    env->episode_frames = 0;
     env->head = 0;
     push_frame(env, false);
     const size_t bytes = frame_bytes(env);
