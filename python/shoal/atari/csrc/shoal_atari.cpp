@@ -196,7 +196,7 @@ typedef struct AtariEnv {
     uint8_t gray_of[256];  // ALE's grayscale of each palette index (the loaded game's palette)
     int32_t head;
     int32_t lives;
-    int32_t episode_frames;  // frames since the reset's own (ale_vector's frame limit)
+    int32_t episode_frames;  // the ale_vector and envpool rules' frame limit count
     ale::Action previous;    // the action of the last frame (sticky actions)
 } AtariEnv;
 
@@ -426,8 +426,10 @@ bool reset_ale(AtariEnv* env, bool seeded) {
         env->episode_frames = 0;  // a game over among the NOOPs below keeps the count, as EnvPool's does
     }
     if (fire && env->rules == kAleVector) env->ale->act(ale::PLAYER_A_FIRE);
+    // Gymnasium's NOOP is action 0 of the env's action set; the vectors press ALE's NOOP itself.
+    const ale::Action noop = env->rules == kGymnasium ? env->game->actions[0] : ale::PLAYER_A_NOOP;
     for (int i = noop_frames(env, fire); i > 0; --i) {
-        env->ale->act(ale::PLAYER_A_NOOP);
+        env->ale->act(noop);
         if (episode_over(env)) {
             if (seeded && env->rules == kGymnasium) seed_ale(env);  // Gymnasium resets with the seed again
             env->ale->reset_game();
