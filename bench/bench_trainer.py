@@ -101,6 +101,7 @@ class StandIn:
 
     def __init__(self, latency_s: float, cpu_s: float, actions, wait=None):
         self.latency_s, self.cpu_s, self.actions, self.wait = latency_s, cpu_s, actions, wait
+        exact_sleeps()  # the thread that makes the stand-in calls it
 
     def __call__(self, obs):
         end = time.perf_counter() + self.cpu_s
@@ -113,6 +114,19 @@ class StandIn:
         if left > 0:
             time.sleep(left)
         return self.actions
+
+
+def exact_sleeps() -> None:
+    """Lets this thread's sleeps end when they are due (plus the OS's wake-up) rather than up to 50 µs
+    later: Linux's default timer slack for a thread. A 67 µs sleep took 138 µs with the default and 87 µs
+    without slack on the development guest; a GPU's blocking wait (cudaEventSynchronize under
+    cudaDeviceScheduleBlockingSync) has no such slack. Other systems keep their default."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    pr_set_timerslack = 29  # <linux/prctl.h>
+    ctypes.CDLL(None).prctl(pr_set_timerslack, 1, 0, 0, 0)  # 1 ns: none
 
 
 def fixed_actions(space, rows: int):

@@ -130,6 +130,36 @@ def test_big_endian_int32_in_range_reaches_the_env(vectors, name, kind):
     np.testing.assert_array_equal(obs[:, : actions.ndim], actions.reshape(ROWS, -1))
 
 
+@pytest.mark.parametrize("name", ["Multithreading", "Multithreading pipelined", "PufferEnv"])
+@pytest.mark.parametrize("kind", ["discrete", "multi"])
+def test_int64_actions_reach_native_envs_without_a_conversion(vectors, name, kind, monkeypatch):
+    # numpy's default integer and torch's argmax: checked and narrowed natively, as numpy's astype would
+    vecenv = dict(vectors[kind])[name]
+    native = getattr(vecenv, "env", vecenv)
+
+    class Refuses:
+        def __call__(self, actions):
+            raise AssertionError("int64 actions went through the Python conversion")
+
+        converted = __call__
+
+    actions = np.array([1, 999] if kind == "discrete" else [[2, 999], [0, 500]], dtype=np.int64)
+    with monkeypatch.context() as patch:
+        patch.setattr(native, "_check_actions", Refuses())
+        patch.setattr(native, "_check_buffer_actions", Refuses())
+        obs, _, _ = one_step(vecenv, actions, name.endswith("pipelined"))
+    np.testing.assert_array_equal(obs[:, : actions.ndim], actions.reshape(ROWS, -1))
+
+
+@pytest.mark.parametrize("name", ["Multithreading", "Multithreading pipelined", "PufferEnv"])
+@pytest.mark.parametrize("value", [2**32 + 1, -1, -(2**63), 1000])
+def test_int64_actions_out_of_range_are_refused_not_narrowed(vectors, name, value):
+    # 2**32 + 1 narrowed to int32 would be 1, inside Discrete(1000): it must be refused before narrowing
+    vecenv = dict(vectors["discrete"])[name]
+    result = one_step(vecenv, np.array([1, value], dtype=np.int64), name.endswith("pipelined"))
+    assert isinstance(result, str) and "out of range" in result and str(value) in result, result
+
+
 @pytest.mark.parametrize(
     "actions, space_upper",
     [

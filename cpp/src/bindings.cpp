@@ -178,8 +178,8 @@ void bind_vector(py::module_& m) {
                                                                    : action_code(result.actions);
             },
             py::arg("actions"),
-            "Checks and copies int32/float32 actions of the exact layout, then steps; -1/-2 = use the "
-            "Python path (other dtype or layout / a value the rule refuses or clips).")
+            "Checks and copies int32 or int64 (float32 for a box) actions of the exact layout, then steps; "
+            "-1/-2 = use the Python path (other dtype or layout / a value the rule refuses or clips).")
         .def(
             "submit",
             [](V& v, size_t b, const py::array& a, bool checked) {

@@ -50,6 +50,7 @@ void run(const shoal_env_spec& spec, size_t num_envs, size_t num_buffers, unsign
         const size_t per = num_envs / num_buffers;
         std::mt19937 rng(7);
         std::vector<int32_t> actions(per * agents);
+        std::vector<int64_t> wide_actions;
         std::vector<std::string> messages;
         for (size_t r = 0; r < rounds; ++r) {
             for (size_t b = 0; b < num_buffers; ++b) {
@@ -62,7 +63,12 @@ void run(const shoal_env_spec& spec, size_t num_envs, size_t num_buffers, unsign
                 for (auto& a : actions) a = int32_t(rng() % uint32_t(spec.action_nvec[0]));
                 std::memcpy(&ref_storage.actions[b * per * agents * 4], actions.data(), actions.size() * 4);
                 episodes_ref += reference.step_range(b * per, (b + 1) * per);
-                pipeline.submit(b, reinterpret_cast<const unsigned char*>(actions.data()));
+                if (r % 2) {  // int64 actions, narrowed as they are copied
+                    wide_actions.assign(actions.begin(), actions.end());
+                    pipeline.submit(b, reinterpret_cast<const unsigned char*>(wide_actions.data()), true);
+                } else {
+                    pipeline.submit(b, reinterpret_cast<const unsigned char*>(actions.data()));
+                }
                 if (caller_helps) {
                     while (pipeline.help(20000)) ++helped;  // the caller steps chunks beside the driver and workers
                 } else {

@@ -3,6 +3,7 @@
 // Also the soak test: SHOAL_SOAK_STEPS batch steps (default 1,000,000 in a plain build, fewer under sanitizers).
 //
 // Exit 0 = pass; a failure prints the env, step and buffer that differ.
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -54,6 +55,7 @@ void run_parity(const shoal_env_spec& spec, size_t num_envs, size_t steps, size_
     check(reference_storage.same(vector_storage, which), std::string(spec.name) + ": reset differs in " + which);
 
     uint64_t episodes_reference = 0, episodes_vector = 0;
+    std::vector<int64_t> wide_actions;
     for (size_t t = 0; t < steps; ++t) {
         if (t % change_every == 0) {
             const size_t phase = t / change_every;
@@ -63,13 +65,20 @@ void run_parity(const shoal_env_spec& spec, size_t num_envs, size_t steps, size_
         }
         fill_actions(spec, reference_storage, rng);
         episodes_reference += reference.step_range(0, num_envs);
-        // Odd steps hand the actions over as the bindings do (checked, copied by each range), even
-        // steps write them into the vector's own action buffer first.
+        // Odd steps hand the actions over as the bindings do (checked, copied by each range; integer
+        // actions as int64 every other time, narrowed as they are copied), even steps write them
+        // into the vector's own action buffer first.
         if (t % 2) {
+            const bool wide = spec.action_kind != SHOAL_ACTION_BOX && t % 4 == 3;
             shoal::ActionArray actions;
             actions.data = reference_storage.actions.data();
+            if (wide) {
+                const auto* narrow = reinterpret_cast<const int32_t*>(reference_storage.actions.data());
+                wide_actions.assign(narrow, narrow + reference_storage.actions.size() / 4);
+                actions.data = wide_actions.data();
+            }
             actions.kind = spec.action_kind == SHOAL_ACTION_BOX ? 'f' : 'i';
-            actions.itemsize = 4;
+            actions.itemsize = wide ? 8 : 4;
             actions.ndim = spec.action_kind == SHOAL_ACTION_DISCRETE ? 1 : 2;
             actions.shape[0] = num_envs * size_t(spec.num_agents);
             actions.shape[1] = size_t(spec.action_dims);

@@ -86,8 +86,8 @@ class ActionChecker:
     ``box_actions`` deciding values outside the bounds: "pass" (the default) gives them to the env as
     they are, NaN and infinities included, as Gymnasium and PufferLib do; "clip" clips them to the
     bounds (NaN stays NaN, as np.clip leaves it); "strict" refuses them and NaN. bool, complex,
-    object and text dtypes are refused. Native vectors read native-endian, contiguous int32/float32 in
-    place after their own check of the same rule (``shoal::Vector::check_actions``, with the loops
+    object and text dtypes are refused. Native vectors read native-endian, contiguous int32/float32
+    (and int64 integers, narrowed as they are copied) in place after their own check of the same rule (``shoal::Vector::check_actions``, with the loops
     of shoal/actions.hpp); everything else comes here.
     """
 

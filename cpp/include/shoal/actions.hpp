@@ -9,8 +9,10 @@
 // path of Python envs (python_steps.cpp) use the loops below, so the rule has one native form.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <type_traits>
 
@@ -60,6 +62,24 @@ template <class Int>
         if (upper <= uint64_t(1) << 31) return detail::ints_below_as<uint32_t>(values, count, uint32_t(upper));
     }
     return detail::ints_below_as<uint64_t>(values, count, upper);
+}
+
+/// Copies `bytes` of int32/float32 action values into the action buffer from `source`, whose values
+/// are of that type or (`wide`) int64 integers already checked in range, narrowed on the way: what
+/// numpy's astype(np.int32) makes of them.
+inline void copy_actions(unsigned char* target, const unsigned char* source, size_t bytes, bool wide) noexcept {
+    if (!wide) {
+        std::memcpy(target, source, bytes);
+        return;
+    }
+    int32_t narrowed[64];  // in blocks: the compiler vectorises the narrowing, memcpy keeps the aliasing rules
+    for (size_t done = 0; done < bytes; done += sizeof(narrowed)) {
+        const size_t count = std::min(sizeof(narrowed), bytes - done) / sizeof(int32_t);
+        int64_t values[64];
+        std::memcpy(values, source + 2 * done, count * sizeof(int64_t));
+        for (size_t i = 0; i < count; ++i) narrowed[i] = int32_t(values[i]);
+        std::memcpy(target + done, narrowed, count * sizeof(int32_t));
+    }
 }
 
 /// True if every one of `count` floats is in [low, high] (NaN is not). Counted as a sum the compiler

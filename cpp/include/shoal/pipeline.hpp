@@ -39,6 +39,7 @@
 #include <utility>
 #include <vector>
 
+#include "shoal/actions.hpp"
 #include "shoal/detail/sync.hpp"
 #include "shoal/errors.hpp"
 #include "shoal/interrupt.hpp"
@@ -91,18 +92,19 @@ public:
     [[nodiscard]] size_t num_buffers() const noexcept { return num_buffers_; }
     [[nodiscard]] size_t envs_per_buffer() const noexcept { return envs_per_buffer_; }
 
-    /// Copies buffer b's actions (its envs' rows, contiguous) and queues its step; returns at once
-    /// unless num_buffers jobs are already in flight.
+    /// Copies buffer b's actions (its envs' rows, contiguous; `wide`: int64 values, checked in range,
+    /// narrowed to int32) and queues its step; returns at once unless num_buffers jobs are already
+    /// in flight.
     /// @throws UsageError after a fork() that lost steps in flight or after a stop, until clear().
-    void submit(size_t b, const unsigned char* actions) {
+    void submit(size_t b, const unsigned char* actions, bool wide = false) {
         recover_after_fork();
         refuse_if_lost();
         refuse_if_stopped();
         const uint32_t job = submitted_.word.load(std::memory_order_relaxed);
         // Room for one more job: job - completed < num_buffers.
         sleep_until_completed(job - uint32_t(num_buffers_) + 1);
-        std::memcpy(action_buffer_ + b * envs_per_buffer_ * env_action_bytes_, actions,
-                    envs_per_buffer_ * env_action_bytes_);
+        copy_actions(action_buffer_ + b * envs_per_buffer_ * env_action_bytes_, actions,
+                     envs_per_buffer_ * env_action_bytes_, wide);
         // Buffer b's previous job is complete (the caller waited for it), so nobody claims its chunks
         // or reads its chunking.
         cut(jobs_[b]);

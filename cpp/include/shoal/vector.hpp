@@ -17,6 +17,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "shoal/actions.hpp"
@@ -47,6 +48,10 @@ struct ActionArray {
     int ndim = 0;
     size_t shape[2] = {0, 0};
     bool native_layout = false;  ///< C-contiguous, aligned and in native byte order
+
+    /// int64 integers (numpy's default integer, torch's argmax): narrowed to int32 as they are
+    /// copied, once checked in range.
+    [[nodiscard]] bool wide() const noexcept { return kind == 'i' && itemsize == 8; }
 };
 
 /// What the fast check found in an action array.
@@ -106,7 +111,9 @@ public:
     /// each range first copies its envs' rows from there); returns the episodes that ended. `ask`
     /// is asked every kStopPollNs whether to stop; a stop (by it or by abandon()) throws UsageError
     /// (kStoppedMessage) and the vector refuses steps until reset(). Env failures throw EnvFailure.
-    uint64_t step(const unsigned char* new_actions = nullptr, StopPoll::Ask ask = nullptr, void* context = nullptr) {
+    /// `wide_actions`: `new_actions` are int64 (ActionArray::wide()), narrowed as they are copied.
+    uint64_t step(const unsigned char* new_actions = nullptr, StopPoll::Ask ask = nullptr, void* context = nullptr,
+                  bool wide_actions = false) {
         Busy busy(*this);
         if (pipeline_) throw UsageError("this vector is pipelined; use submit() and wait()");
         if (stop_.requested()) throw UsageError(kStoppedMessage);
@@ -115,8 +122,9 @@ public:
         StopPoll poll(stop_, ask ? ask : &never, context);
         auto piece = [&](size_t begin, size_t end) {
             if (new_actions)
-                std::memcpy(action_buffer + begin * env_action_bytes, new_actions + begin * env_action_bytes,
-                            (end - begin) * env_action_bytes);
+                copy_actions(action_buffer + begin * env_action_bytes,
+                             new_actions + begin * env_action_bytes * (wide_actions ? 2 : 1),
+                             (end - begin) * env_action_bytes, wide_actions);
             const uint64_t ended = vec_->step_range(begin, end);
             if (ended) episodes_.add(begin, ended);
         };
@@ -144,7 +152,7 @@ public:
         }
         result.actions = check_actions(actions, vec_->num_envs() * size_t(spec_.num_agents));
         if (result.actions == ActionCheck::Ready)
-            result.episodes = step(static_cast<const unsigned char*>(actions.data), ask, context);
+            result.episodes = step(static_cast<const unsigned char*>(actions.data), ask, context, actions.wide());
         return result;
     }
 
@@ -156,7 +164,8 @@ public:
         check_buffer(b);
         const ActionCheck verdict =
             check_actions(actions, pipeline_->envs_per_buffer() * size_t(spec_.num_agents), values_checked);
-        if (verdict == ActionCheck::Ready) pipeline_->submit(b, static_cast<const unsigned char*>(actions.data));
+        if (verdict == ActionCheck::Ready)
+            pipeline_->submit(b, static_cast<const unsigned char*>(actions.data), actions.wide());
         return verdict;
     }
 
@@ -185,9 +194,9 @@ public:
     /// refuses steps until reset().
     void abandon() noexcept { stop_.request(); }
 
-    /// Checks actions for `rows` agent rows without converting anything. Ready: int32 (float32 for
-    /// a box) in native byte order, C-contiguous and aligned, of the exact shape, every integer in
-    /// range, and box values as the vector's BoxActions takes them (Pass: any value, read by nobody
+    /// Checks actions for `rows` agent rows without converting anything. Ready: int32 or int64
+    /// (float32 for a box) in native byte order, C-contiguous and aligned, of the exact shape, every
+    /// integer in range, and box values as the vector's BoxActions takes them (Pass: any value, read by nobody
     /// here; Strict: inside the bounds; Clip: inside the bounds, so that clipping changes nothing).
     /// The caller's full check (spaces.py's ActionChecker, the one rule of every backend) converts
     /// or clips the rest, or raises a precise error.
@@ -197,7 +206,8 @@ public:
         const bool box = spec_.action_kind == SHOAL_ACTION_BOX;
         const int ndim = spec_.action_kind == SHOAL_ACTION_DISCRETE ? 1 : 2;
         if (actions.ndim != ndim || actions.shape[0] != rows ||
-            (ndim == 2 && actions.shape[1] != size_t(spec_.action_dims)) || actions.itemsize != 4)
+            (ndim == 2 && actions.shape[1] != size_t(spec_.action_dims)) ||
+            (actions.itemsize != 4 && !(actions.wide() && !box)))
             return ActionCheck::NeedsConversion;
         if (actions.kind != (box ? 'f' : 'i') || !actions.native_layout) return ActionCheck::NeedsConversion;
         if (values_checked) return ActionCheck::Ready;
@@ -207,19 +217,26 @@ public:
             if (box_actions_ == BoxActions::Pass) return ActionCheck::Ready;
             // Bounds in locals: the spec could alias the values.
             ok = floats_inside(static_cast<const float*>(actions.data), count, spec_.action_low, spec_.action_high);
+        } else if (actions.wide()) {
+            ok = ints_inside_nvec(static_cast<const int64_t*>(actions.data), rows);
         } else {
-            const int32_t* values = static_cast<const int32_t*>(actions.data);
-            const size_t dims = size_t(spec_.action_dims);
-            if (dims == 1) {
-                ok = ints_below(values, count, uint64_t(spec_.action_nvec[0]));
-            } else {
-                // Unsigned comparison sends negative values above every bound.
-                for (size_t row = 0; row < rows; ++row)
-                    for (size_t d = 0; d < dims; ++d)
-                        ok &= uint32_t(values[row * dims + d]) < uint32_t(spec_.action_nvec[d]);
-            }
+            ok = ints_inside_nvec(static_cast<const int32_t*>(actions.data), rows);
         }
         return ok ? ActionCheck::Ready : ActionCheck::OutOfRange;
+    }
+
+    /// True if every (Multi)Discrete action of `rows` agent rows is in [0, nvec[d]).
+    template <class Int>
+    [[nodiscard]] bool ints_inside_nvec(const Int* values, size_t rows) const noexcept {
+        const size_t dims = size_t(spec_.action_dims);
+        if (dims == 1) return ints_below(values, rows, uint64_t(spec_.action_nvec[0]));
+        // Widened with the sign, then compared unsigned: negative values land above every bound.
+        using Wide = std::conditional_t<(sizeof(Int) > 4), uint64_t, uint32_t>;
+        bool ok = true;
+        for (size_t row = 0; row < rows; ++row)
+            for (size_t d = 0; d < dims; ++d)
+                ok &= Wide(std::make_signed_t<Wide>(values[row * dims + d])) < Wide(spec_.action_nvec[d]);
+        return ok;
     }
 
     /// Changes what Box actions outside the bounds do, between steps.

@@ -88,8 +88,10 @@ class _Batch:
             d[6 * rows :].view(torch.bool),
         )
 
-    def tensors(self) -> tuple:
-        return self.hosts
+    def holds(self, rewards, terminals, truncations, agent_ids, masks) -> bool:
+        """True when a batch with these observations has these other arrays too (backends reuse views)."""
+        a = self.arrays
+        return a[1] is rewards and a[2] is terminals and a[3] is truncations and a[4] is agent_ids and a[5] is masks
 
     def gather(self) -> None:
         """The per-row columns into the staging array (before its copy to the device)."""
@@ -115,6 +117,7 @@ class TorchVector:
     def __init__(self, vecenv, device):
         torch = require_torch()
         self._torch = torch
+        self._tensor = torch.Tensor
         try:
             self.device = torch.device(device)
         except (RuntimeError, TypeError) as error:
@@ -145,17 +148,26 @@ class TorchVector:
         self._settle()
         self.vecenv.async_reset(seed)
 
+    # recv and send sit on the trainer's critical path (between the policy's calls): each costs a few
+    # attribute reads and no torch call beyond the one that reads the actions.
+
     def recv(self):
         observations, rewards, terminals, truncations, infos, agent_ids, masks = self.vecenv.recv()
         self._last_final_observations = getattr(self.vecenv, "final_observations", None)
-        arrays = (observations, rewards, terminals, truncations, agent_ids, masks)
         batch = self._batches.get(id(observations))
-        if batch is None or any(a is not b for a, b in zip(arrays, batch.arrays)):
-            batch = self._new_batch(arrays)
-        tensors = batch.tensors() if self._copies is None else self._copies.to_device(batch)
+        if batch is None or not batch.holds(rewards, terminals, truncations, agent_ids, masks):
+            batch = self._new_batch((observations, rewards, terminals, truncations, agent_ids, masks))
+        tensors = batch.hosts if self._copies is None else self._copies.to_device(batch)
         return (*tensors[:4], infos, tensors[4], tensors[5])
 
     def send(self, actions) -> None:
+        if self._copies is None and type(actions) is self._tensor:
+            try:
+                actions = actions.numpy()  # a CPU tensor outside autograd: a view of its memory
+            except (RuntimeError, TypeError):  # one that requires grad, or on another device
+                actions = self._host_actions(actions)
+            self.vecenv.send(actions)  # the wrapped vector checks it as it checks numpy actions
+            return
         host_actions = self._host_actions(actions)
         self._settle()
         self.vecenv.send(host_actions)
