@@ -96,7 +96,7 @@ class Vector:
         """
     def step_actions(self, actions: numpy.ndarray) -> int:
         """
-        Checks and copies int32/float32 actions of the exact layout, then steps; -1/-2 = use the Python path (other dtype or layout / a value the rule refuses or clips).
+        Checks and copies int32 or int64 (float32 for a box) actions of the exact layout, then steps; -1/-2 = use the Python path (other dtype or layout / a value the rule refuses or clips).
         """
     def submit(self, buffer: typing.SupportsInt | typing.SupportsIndex, actions: numpy.ndarray, checked: bool = False) -> int:
         """
