@@ -781,6 +781,28 @@ def test_native_action_check_confirms_only_integer_arrays_in_range():
     assert int_actions_below(np.zeros(0, np.int32), 1)
 
 
+def test_native_action_check_agrees_with_python_at_every_bound_and_width():
+    """The native check reads values in 32-bit lanes (bounds up to 2**31), 64-bit lanes (up to 2**63)
+    or by plain comparison (above): each answer equals Python's arithmetic on the dtype's extremes,
+    the bound's neighbours and zero, one value at a time and in a long array (the vectorised loop)."""
+    from shoal._native import int_actions_below
+
+    bounds = (1, 2, 3, 1000, 2**31 - 1, 2**31, 2**31 + 1, 2**32, 2**63 - 1, 2**63, 2**63 + 1, 2**64 - 1)
+    for dtype in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64):
+        info = np.iinfo(dtype)
+        for upper in (0, *bounds):
+            candidates = {info.min, info.max, 0, 1, info.min + 1, info.max - 1}
+            candidates |= {v for v in (upper - 1, upper, upper + 1) if info.min <= v <= info.max}
+            for value in sorted(candidates):
+                expected = 0 <= value < upper
+                single = np.array([value], dtype)
+                assert int_actions_below(single, upper) is expected, (dtype, upper, value)
+                long = np.zeros(1029, dtype)  # past any unrolled block, with a scalar tail
+                long[1017] = value
+                assert int_actions_below(long, upper) is (expected and upper > 0), (dtype, upper, value)
+    assert int_actions_below(np.zeros(0, np.int64), 0)  # nothing to refuse
+
+
 def test_structured_observation_check_names_the_leaf_that_does_not_fit():
     layout = ObservationLayout(DictObsEnv().observation_space)
     good = {

@@ -36,32 +36,53 @@ inline BoxActions parse_box_actions(const std::string& name) {
 }
 
 namespace detail {
+/// `values` widened to Wide with their own sign all lie in [0, upper), for 1 <= upper <= 2^(bits - 1):
+/// u is inside exactly when neither u nor u + (2^(bits - 1) - upper) has the top bit set (u below
+/// 2^(bits - 1), then u + shift below it too exactly when u < upper; negative values widened with
+/// their sign have it set). Only adds and ors, carried in one accumulator and tested once: SSE2
+/// vectorises both widths (it has no unsigned compare, which a plain `u >= upper` would need).
 template <class Wide, class Int>
-[[nodiscard]] bool ints_below_as(const Int* values, size_t count, Wide bound) noexcept {
-    Wide outside = 0;
+[[nodiscard]] bool ints_below_top_bit(const Int* values, size_t count, Wide upper) noexcept {
+    constexpr Wide top = Wide(1) << (8 * sizeof(Wide) - 1);
+    const Wide shift = top - upper;
+    Wide seen = 0;
+    for (size_t i = 0; i < count; ++i) {
+        Wide u;
+        if constexpr (std::is_signed_v<Int>)
+            u = Wide(std::make_signed_t<Wide>(values[i]));
+        else
+            u = Wide(values[i]);
+        seen |= u | Wide(u + shift);
+    }
+    return (seen & top) == 0;
+}
+
+template <class Int>
+[[nodiscard]] bool ints_below_compared(const Int* values, size_t count, uint64_t upper) noexcept {
+    uint64_t outside = 0;
     for (size_t i = 0; i < count; ++i) {
         if constexpr (std::is_signed_v<Int>)
-            outside |= Wide(std::make_signed_t<Wide>(values[i])) >= bound;
+            outside |= (values[i] < 0) | (uint64_t(values[i]) >= upper);  // above 2^63, -1 read unsigned is inside
         else
-            outside |= Wide(values[i]) >= bound;
+            outside |= uint64_t(values[i]) >= upper;
     }
     return outside == 0;
 }
 }  // namespace detail
 
 /// True if every one of `count` integers is in [0, upper). Widened with the type's own sign, then
-/// compared unsigned: a negative value lands above every bound whatever its width (int8's -1 read
-/// as uint8 would be 255, inside Discrete(1000)). Values of 32 bits or fewer are compared in 32-bit
-/// lanes when the bound allows it (every native spec's does: its nvec is int32), twice as many per
-/// vector register. An `or` of comparisons vectorises with nothing but the `or` carried between
-/// iterations; a max reduction's select chain is longer.
+/// read unsigned: a negative value lands above every bound whatever its width (int8's -1 read as
+/// uint8 would be 255, inside Discrete(1000)). Values of 32 bits or fewer are checked in 32-bit lanes
+/// when the bound allows it (every native spec's does: its nvec is int32), twice as many per vector
+/// register.
 template <class Int>
 [[nodiscard]] bool ints_below(const Int* values, size_t count, uint64_t upper) noexcept {
+    if (upper == 0) return count == 0;
     if constexpr (sizeof(Int) <= 4) {
-        // A negative value widened with its sign is >= 2^31 as uint32, so at or above any such bound.
-        if (upper <= uint64_t(1) << 31) return detail::ints_below_as<uint32_t>(values, count, uint32_t(upper));
+        if (upper <= uint64_t(1) << 31) return detail::ints_below_top_bit<uint32_t>(values, count, uint32_t(upper));
     }
-    return detail::ints_below_as<uint64_t>(values, count, upper);
+    if (upper <= uint64_t(1) << 63) return detail::ints_below_top_bit<uint64_t>(values, count, upper);
+    return detail::ints_below_compared(values, count, upper);
 }
 
 /// Copies `bytes` of int32/float32 action values into the action buffer from `source`, whose values
@@ -72,13 +93,14 @@ inline void copy_actions(unsigned char* target, const unsigned char* source, siz
         std::memcpy(target, source, bytes);
         return;
     }
-    int32_t narrowed[64];  // in blocks: the compiler vectorises the narrowing, memcpy keeps the aliasing rules
-    for (size_t done = 0; done < bytes; done += sizeof(narrowed)) {
-        const size_t count = std::min(sizeof(narrowed), bytes - done) / sizeof(int32_t);
-        int64_t values[64];
-        std::memcpy(values, source + 2 * done, count * sizeof(int64_t));
-        for (size_t i = 0; i < count; ++i) narrowed[i] = int32_t(values[i]);
-        std::memcpy(target + done, narrowed, count * sizeof(int32_t));
+    // Value by value through memcpy (the bytes are numpy's and the env's, of no declared C++ type):
+    // compilers turn these fixed-size copies into plain loads and stores and vectorise the loop.
+    const size_t count = bytes / sizeof(int32_t);
+    for (size_t i = 0; i < count; ++i) {
+        int64_t value;
+        std::memcpy(&value, source + i * sizeof(int64_t), sizeof value);
+        const int32_t narrowed = int32_t(value);
+        std::memcpy(target + i * sizeof(int32_t), &narrowed, sizeof narrowed);
     }
 }
 

@@ -140,7 +140,7 @@ class TorchVector:
         self._action_shape = (vecenv.agents_per_batch, *action_shape(space))
         self._action_dtype = action_dtype(space)
         self._batches: dict[int, _Batch] = {}  # id(host observations) -> the batch's tensors
-        self._last_final_observations = None
+        self._received = False  # final_observations exist once a batch has arrived
 
     # -- the vector API ------------------------------------------------------------------------------
 
@@ -153,12 +153,12 @@ class TorchVector:
 
     def recv(self):
         observations, rewards, terminals, truncations, infos, agent_ids, masks = self.vecenv.recv()
-        self._last_final_observations = getattr(self.vecenv, "final_observations", None)
+        self._received = True
         batch = self._batches.get(id(observations))
         if batch is None or not batch.holds(rewards, terminals, truncations, agent_ids, masks):
             batch = self._new_batch((observations, rewards, terminals, truncations, agent_ids, masks))
-        tensors = batch.hosts if self._copies is None else self._copies.to_device(batch)
-        return (*tensors[:4], infos, tensors[4], tensors[5])
+        t = batch.hosts if self._copies is None else self._copies.to_device(batch)
+        return t[0], t[1], t[2], t[3], infos, t[4], t[5]
 
     def send(self, actions) -> None:
         if self._copies is None and type(actions) is self._tensor:
@@ -184,8 +184,10 @@ class TorchVector:
 
     @property
     def final_observations(self):
-        """The observations that ended each row's episode in the last batch (valid where it ended)."""
-        host = self._last_final_observations
+        """The observations that ended each row's episode in the last batch (valid where it ended):
+        read when asked for (the wrapped vector's attribute names the last batch's rows), not on
+        every recv()."""
+        host = getattr(self.vecenv, "final_observations", None) if self._received else None
         if host is None:
             raise APIUsageError("final_observations: no batch received yet")
         return self._to_device((host,))[0]
