@@ -19,6 +19,8 @@ waits as the hand-off waits for a GPU's results (stepping envs of the buffer in 
 ``step_while_waiting``); ``--no-help`` makes it sleep instead.
 
 Timed: the steady loop after warm-up (construction, reset, warm-up and CUDA start are not timed).
+After each timed sample of (c) and (d), untimed calls split a call's time into its stages (recv,
+policy, send), reported in microseconds below each table: a diagnostic of where the time goes.
 The last lines, one per env, are for scripts: ``trainer: <env> d/limit=<x> d/c=<y>``.
 """
 
@@ -148,6 +150,20 @@ def timed(loop_step, steps: int, warmup: int) -> float:
     return (time.perf_counter() - start) / steps
 
 
+def per_call_split(stages: dict, seconds_per_call: float) -> dict:
+    """Mean microseconds of each stage of one loop call, over about 0.2 s of calls made after the timed
+    ones (the timed loop carries no timers). A diagnostic: where a call's time goes."""
+    calls = max(20, int(0.2 / max(seconds_per_call, 1e-6)))
+    totals = dict.fromkeys(stages, 0.0)
+    clock = time.perf_counter
+    for _ in range(calls):
+        for name, stage in stages.items():
+            start = clock()
+            stage()
+            totals[name] += clock() - start
+    return {name: round(total / calls * 1e6, 1) for name, total in totals.items()}
+
+
 def run_case(spec: dict) -> dict:
     import numpy as np
 
@@ -210,6 +226,9 @@ def run_case(spec: dict) -> dict:
 
                 def step():
                     state["obs"] = v.step(policy(state["obs"]))[0]
+
+                def act():
+                    state["actions"] = policy(state["obs"])
             else:
                 policy = policy_for(device)
 
@@ -217,7 +236,14 @@ def run_case(spec: dict) -> dict:
                     actions = policy(torch.from_numpy(state["obs"]).to(device)).cpu().numpy()
                     state["obs"] = v.step(actions)[0]
 
+                def act():
+                    state["actions"] = policy(torch.from_numpy(state["obs"]).to(device)).cpu().numpy()
+
+            def env_step():
+                state["obs"] = v.step(state["actions"])[0]
+
             result["seconds"] = measure(step)
+            result["split"] = per_call_split({"policy": act, "step": env_step}, result["seconds"])
     else:
         handoff = "cpu" if device == "standin" else device
         with shoal.vector.make(
@@ -237,7 +263,19 @@ def run_case(spec: dict) -> dict:
                 obs = v.recv()[0]
                 v.send(policy(obs))
 
+            state = {}
+
+            def receive():
+                state["obs"] = v.recv()[0]
+
+            def act():
+                state["actions"] = policy(state["obs"])
+
+            def send():
+                v.send(state["actions"])
+
             result["seconds"] = measure(step)
+            result["split"] = per_call_split({"recv": receive, "policy": act, "send": send}, result["seconds"])
             result["pool"] = {k: v.pool_stats()[k] for k in ("chunks_by_caller", "chunks_by_workers", "parks")}
     result["sps"] = n / result["seconds"]
     return result
@@ -373,6 +411,10 @@ def main() -> None:
         if "d" in extra and "pool" in extra["d"]:
             lines.append("")
             lines.append(f"(d)'s pool counters, last sample: {extra['d']['pool']}")
+        splits = [f"({key}) {extra[key]['split']}" for key, *_ in rows if "split" in extra[key]]
+        if splits:
+            lines.append("")
+            lines.append("Per call, µs (after the last sample's timed calls, untimed there): " + "; ".join(splits))
         lines.append("")
         if {"c", "d"} <= set(med):
             summary.append(f"trainer: {name} d/limit={med['d'] / limit:.2f} d/c={med['d'] / med['c']:.2f}")
