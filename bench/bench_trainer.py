@@ -95,42 +95,6 @@ class MLP:
             return out.argmax(-1) if self.discrete else self.torch.tanh(out)
 
 
-class StandIn:
-    """A GPU stand-in: ``cpu_s`` of caller CPU work (the launches), then ``latency_s`` until the results
-    are there, waited for with the GIL released and no core used. Through the hand-off (``wait``: the
-    vector's step_while_waiting) the wait is the hand-off's wait for a GPU's results: the caller steps
-    envs of the buffer in flight until the results are there or none is left, then sleeps the rest."""
-
-    def __init__(self, latency_s: float, cpu_s: float, actions, wait=None):
-        self.latency_s, self.cpu_s, self.actions, self.wait = latency_s, cpu_s, actions, wait
-        exact_sleeps()  # the thread that makes the stand-in calls it
-
-    def __call__(self, obs):
-        end = time.perf_counter() + self.cpu_s
-        while time.perf_counter() < end:
-            pass
-        ready = end + self.latency_s
-        if self.wait is not None:
-            self.wait(lambda: time.perf_counter() >= ready)
-        left = ready - time.perf_counter()
-        if left > 0:
-            time.sleep(left)
-        return self.actions
-
-
-def exact_sleeps() -> None:
-    """Lets this thread's sleeps end when they are due (plus the OS's wake-up) rather than up to 50 µs
-    later: Linux's default timer slack for a thread. A 67 µs sleep took 138 µs with the default and 87 µs
-    without slack on the development guest; a GPU's blocking wait (cudaEventSynchronize under
-    cudaDeviceScheduleBlockingSync) has no such slack. Other systems keep their default."""
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-
-    pr_set_timerslack = 29  # <linux/prctl.h>
-    ctypes.CDLL(None).prctl(pr_set_timerslack, 1, 0, 0, 0)  # 1 ns: none
-
-
 def fixed_actions(space, rows: int):
     import numpy as np
     from gymnasium import spaces
@@ -168,6 +132,7 @@ def run_case(spec: dict) -> dict:
     import numpy as np
 
     import shoal.vector
+    from shoal.policy_standin import PolicyStandIn
 
     cls = env_class(spec["env"])
     n, case, device = spec["num_envs"], spec["case"], spec["device"]
@@ -187,7 +152,7 @@ def run_case(spec: dict) -> dict:
 
     def policy_for(torch_device):
         if device == "standin":
-            return StandIn(spec["latency_s"], spec["cpu_s"], host_actions)
+            return PolicyStandIn(spec["latency_s"], spec["cpu_s"], host_actions)
         return MLP(torch, obs_size, act_space, torch_device)
 
     def measure(step) -> float:
@@ -253,7 +218,7 @@ def run_case(spec: dict) -> dict:
             result["threads"] = v.max_num_threads
             if device == "standin":
                 wait = None if spec.get("no_help") else v.step_while_waiting
-                policy = StandIn(spec["latency_s"], spec["cpu_s"], torch_free_actions(host_actions), wait)
+                policy = PolicyStandIn(spec["latency_s"], spec["cpu_s"], torch_free_actions(host_actions), wait)
             else:
                 policy = policy_for(device)
                 if spec.get("no_help"):

@@ -285,3 +285,74 @@ def test_the_busy_measure_counts_only_the_cpus_this_process_may_use():
         preexec_fn=lambda: os.sched_setaffinity(0, ONE_CPU),
     )
     assert pinned.stdout.strip() == "1", pinned.stderr
+
+
+# -- a policy in the loop ---------------------------------------------------------------------------
+
+
+def test_with_a_policy_each_batch_gets_two_buffers_of_it_and_the_simpler_tie_wins():
+    from shoal.config import load
+    from shoal.tuning import candidate_configs, rows_per_call
+
+    config = load(None, {"vec.num_envs": "64"})
+    plain = candidate_configs(config)
+    with_policy = candidate_configs(config, pipelined=True)
+    added = [vec for _, vec in with_policy if vec not in [v for _, v in plain]]
+    assert added and all(vec["num_envs"] == 128 and rows_per_call(vec) == 64 for vec in added)
+    threaded = [vec for vec in added if vec["backend"] == "Multithreading"]
+    assert [vec["max_num_threads"] for vec in threaded] == list(range(1, len(threaded) + 1))
+    for vec in threaded:  # each candidate is a vector make() accepts, with the batch it names
+        settings = dict(vec)
+        with make_vector(settings) as vecenv:
+            assert vecenv.agents_per_batch == 64 and vecenv.num_envs == 128
+    # Tied within the noise, the synchronous vector is the simpler recommendation.
+    sync = Candidate("Multithreading n=64 T=2", dict(backend="Multithreading", num_envs=64, max_num_threads=2))
+    piped = Candidate("Multithreading n=128 batch=64 T=2", threaded[-1] | {"max_num_threads": 2})
+    sync.samples, piped.samples = [1.00e6, 1.02e6, 0.98e6], [1.01e6, 1.03e6, 0.99e6]
+    assert recommend([piped, sync], 64) is sync
+    piped.samples = [1.5e6, 1.52e6, 1.49e6]
+    assert recommend([piped, sync], 64) is piped
+
+
+def make_vector(vec: dict):
+    from shoal.envs import CartPole
+    from shoal.vector import make
+
+    backend, num_envs = vec.pop("backend"), vec.pop("num_envs")
+    return make(CartPole, backend=backend, num_envs=num_envs, seed=0, **vec)
+
+
+def test_autotune_with_a_policy_times_the_loop_and_keeps_the_batch_a_call_sees(tmp_path):
+    # A pipelined config: 64 envs in 2 batches of 32. With a 1 ms policy no candidate can pass 32 rows
+    # per ms; without the policy in the loop cartpole steps millions of rows a second.
+    path = tmp_path / "config.ini"
+    path.write_text("[env]\nname = cartpole\n[vec]\nbackend = Multithreading\nnum_envs = 64\nbatch_size = 32\n")
+    result = autotune("--config", path, "--budget", 2, "--policy-us", 1000, "--write")
+    assert result.returncode == 0, result.stderr
+    assert "the batch kept at 32 rows a call" in result.stdout
+    assert "the loop measured with a stand-in for your policy: 1000 us a call, 200 us of it" in result.stdout
+    medians = [
+        float(m.replace(",", "")) for m in re.findall(r"^\s+=?\s+\S+ [^\n]*?\s([\d,]+)\s+\[", result.stdout, re.M)
+    ]
+    assert medians and max(medians) <= 32 / 1e-3, result.stdout
+    assert "Multithreading n=64 batch=32 T=1" in result.stdout and "Multithreading n=32 T=0" in result.stdout
+    from shoal.config import load
+    from shoal.tuning import rows_per_call
+
+    written = load(path).vec
+    assert rows_per_call(written) == 32, path.read_text()  # synchronous 32, or 2 buffers of 32
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("--policy-us", -5), "--policy-us must be a positive number of microseconds, got -5"),
+        (("--policy-us", "nan"), "--policy-us must be a positive number of microseconds, got nan"),
+        (("--policy-us", 100, "--policy-cpu-share", 1.5), "--policy-cpu-share must be a share between 0 and 1"),
+    ],
+)
+def test_a_policy_time_that_cannot_be_is_refused_before_measuring(args, message):
+    result = autotune("--budget", 1, *args)
+    assert result.returncode == 2
+    assert f"shoal: error: {message}" in result.stderr
+    assert "configurations" not in result.stdout  # nothing measured

@@ -76,10 +76,17 @@ def warm_up(vecenv, warmup_steps: int = 20) -> list:
 
 
 def time_vecenv(
-    vecenv, agent_steps: int, warmup_steps: int = 20, pause_us: float = 0.0, exclude_pause: bool = False
+    vecenv,
+    agent_steps: int,
+    warmup_steps: int = 20,
+    pause_us: float = 0.0,
+    exclude_pause: bool = False,
+    policy: Callable | None = None,
 ) -> float:
     """Agent steps per second of send/recv (async API when the backend batches). With ``pause_us``,
-    a busy wait stands in for a policy between steps; ``exclude_pause`` leaves it out of the time."""
+    a busy wait stands in for a policy between steps; ``exclude_pause`` leaves it out of the time.
+    ``policy`` (a PolicyStandIn, say) is called between each recv and the next send, and timed: the
+    trainer's loop rather than the envs alone."""
     actions = warm_up(vecenv, warmup_steps)
     batches = max(1, agent_steps // vecenv.agents_per_batch)
     paused = 0.0
@@ -89,6 +96,8 @@ def time_vecenv(
             pause_start = time.perf_counter()
             busy_wait(pause_us)
             paused += time.perf_counter() - pause_start
+        if policy is not None:
+            policy()
         vecenv.send(actions[i % 16])
         vecenv.recv()
     elapsed = time.perf_counter() - start - (paused if exclude_pause else 0.0)

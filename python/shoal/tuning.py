@@ -1,7 +1,12 @@
 """`shoal autotune`: the configured env measured over backends and threads/workers (num_envs too when
 asked: it is the user's training hyperparameter), in interleaved rounds until the budget is spent;
 configurations within the noise of the best are ties, and the simplest of them is recommended, with a
-warning when the machine was too busy for the verdict."""
+warning when the machine was too busy for the verdict.
+
+With ``--policy-us`` the trainer's loop is measured instead of the envs alone: a GPU stand-in policy
+(policy_standin.py) between each recv and send, and pipelined candidates beside the synchronous ones:
+two buffers of the configured batch (num_envs doubled, batch_size kept), so that one buffer's envs step
+while the policy runs on the other and the policy still sees as many rows a call."""
 
 from __future__ import annotations
 
@@ -15,7 +20,9 @@ from pathlib import Path
 from . import _native, benchmark
 from .backends.registry import backend_options
 from .config import VEC_KEYS, Config, load, resolve_env
+from .errors import APIUsageError
 from .native import is_native_env
+from .policy_standin import PolicyStandIn
 from .quiet import third_party_warnings_kept_out
 from .vector import make
 
@@ -29,12 +36,14 @@ def num_envs_sweep(num_envs: int, sizes: int = 5) -> list[int]:
     return sorted({num_envs, *(low * 2**i for i in range(sizes))})
 
 
-def candidate_configs(config: Config, sizes: list[int] | None = None) -> list[tuple[str, dict]]:
-    """(label, [vec] settings) pairs applicable to the configured env."""
+def candidate_configs(
+    config: Config, sizes: list[int] | None = None, pipelined: bool = False
+) -> list[tuple[str, dict]]:
+    """(label, [vec] settings) pairs applicable to the configured env. Each size is a batch: the rows a
+    recv returns. ``pipelined`` adds, per size n, two buffers of n (num_envs = 2n, batch_size = n)."""
     creator = resolve_env(config)
     cores = _native.physical_cores()
-    num_envs = config.vec.get("num_envs", 1)
-    sizes = sizes or [num_envs]
+    sizes = sizes or [rows_per_call(config.vec) if pipelined else config.vec.get("num_envs", 1)]
     out = []
     if is_native_env(creator):
         for n in sizes:
@@ -45,6 +54,14 @@ def candidate_configs(config: Config, sizes: list[int] | None = None) -> list[tu
                         dict(backend="Multithreading", num_envs=n, max_num_threads=threads),
                     )
                 )
+            if pipelined:
+                for threads in range(1, cores + 1):  # the driver thread counts: 1 = the driver alone
+                    out.append(
+                        (
+                            f"Multithreading n={2 * n} batch={n} T={threads}",
+                            dict(backend="Multithreading", num_envs=2 * n, batch_size=n, max_num_threads=threads),
+                        )
+                    )
     for n in sizes:
         out.append((f"Serial n={n}", dict(backend="Serial", num_envs=n)))
         for workers in range(2, cores + 1):
@@ -55,13 +72,38 @@ def candidate_configs(config: Config, sizes: list[int] | None = None) -> list[tu
                         dict(backend="Multiprocessing", num_envs=n, num_workers=workers, batch_size=n),
                     )
                 )
+            # A batch of whole workers' envs: half the workers step while the policy runs on the others.
+            if pipelined and workers % 2 == 0 and (2 * n) % workers == 0:
+                out.append(
+                    (
+                        f"Multiprocessing n={2 * n} batch={n} workers={workers}",
+                        dict(backend="Multiprocessing", num_envs=2 * n, num_workers=workers, batch_size=n),
+                    )
+                )
     return out
 
 
-def simplicity(vec: dict, configured_envs: int) -> tuple:
-    """Sort key: simpler backend, fewer threads/workers, num_envs nearer the configured one."""
+def rows_per_call(vec: dict) -> int:
+    """The rows one recv returns (what a policy sees per call): batch_size where it is set below
+    num_envs, else num_envs."""
+    num_envs = vec.get("num_envs", 1)
+    batch = vec.get("batch_size")
+    return batch if isinstance(batch, int) and not isinstance(batch, bool) and 0 < batch < num_envs else num_envs
+
+
+def is_pipelined(vec: dict) -> bool:
+    return rows_per_call(vec) < vec["num_envs"]
+
+
+def simplicity(vec: dict, configured_rows: int) -> tuple:
+    """Sort key: simpler backend, not pipelined, fewer threads/workers, a batch nearer the configured one."""
     helpers = vec.get("max_num_threads", vec.get("num_workers", 0))
-    return (BACKEND_SIMPLICITY.get(vec["backend"], 9), helpers, abs(math.log2(vec["num_envs"] / configured_envs)))
+    return (
+        BACKEND_SIMPLICITY.get(vec["backend"], 9),
+        is_pipelined(vec),
+        helpers,
+        abs(math.log2(rows_per_call(vec) / configured_rows)),
+    )
 
 
 @dataclass
@@ -72,8 +114,9 @@ class Candidate:
 
     @property
     def family(self) -> tuple:
-        """The settings other than num_envs: one curve over the num_envs sweep."""
-        return tuple(sorted((k, v) for k, v in self.vec.items() if k not in ("num_envs", "batch_size")))
+        """The settings other than num_envs: one curve over the num_envs sweep (pipelined or not)."""
+        settings = tuple(sorted((k, v) for k, v in self.vec.items() if k not in ("num_envs", "batch_size")))
+        return (*settings, ("pipelined", is_pipelined(self.vec)))
 
     @property
     def median(self) -> float:
@@ -175,8 +218,9 @@ def _ini(value) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def _measure_with(config: Config, seconds: float) -> Callable:
-    """A sample of a candidate: build it, time about ``seconds`` of stepping, close it."""
+def _measure_with(config: Config, seconds: float, policy: PolicyTime | None = None) -> Callable:
+    """A sample of a candidate: build it, time about ``seconds`` of stepping (of the loop with a
+    stand-in for the policy when given), close it."""
     creator, seed = resolve_env(config), config.vec.get("seed", 0)
     steps: dict[str, int] = {}
 
@@ -184,12 +228,35 @@ def _measure_with(config: Config, seconds: float) -> Callable:
         vec = dict(cand.vec)
         backend, n = vec.pop("backend"), vec.pop("num_envs")
         with make(creator, env_kwargs=config.env_kwargs, backend=backend, num_envs=n, seed=seed, **vec) as vecenv:
+            stand_in = None
+            if policy is not None:
+                # A pipelined Multithreading vector takes the waiting caller's help, as with a GPU.
+                wait = getattr(vecenv, "step_while_waiting", None)
+                stand_in = PolicyStandIn(policy.latency_s, policy.cpu_s, wait=wait)
             if cand.label not in steps:  # calibrate once, so later samples take about ``seconds``
-                sps = benchmark.time_vecenv(vecenv, vecenv.agents_per_batch * 5, warmup_steps=3)
+                sps = benchmark.time_vecenv(vecenv, vecenv.agents_per_batch * 5, warmup_steps=3, policy=stand_in)
                 steps[cand.label] = max(vecenv.agents_per_batch, int(sps * seconds))
-            return benchmark.time_vecenv(vecenv, steps[cand.label], warmup_steps=3)
+            return benchmark.time_vecenv(vecenv, steps[cand.label], warmup_steps=3, policy=stand_in)
 
     return measure
+
+
+@dataclass(frozen=True)
+class PolicyTime:
+    """A trainer's policy per call: ``latency_s`` in all, ``cpu_s`` of it on the caller's CPU."""
+
+    latency_s: float
+    cpu_s: float
+
+    @classmethod
+    def from_args(cls, policy_us: float | None, cpu_share: float) -> PolicyTime | None:
+        if policy_us is None:
+            return None
+        if not (math.isfinite(policy_us) and policy_us > 0):
+            raise APIUsageError(f"--policy-us must be a positive number of microseconds, got {policy_us:g}")
+        if not (0 <= cpu_share <= 1):
+            raise APIUsageError(f"--policy-cpu-share must be a share between 0 and 1, got {cpu_share:g}")
+        return cls(latency_s=policy_us * 1e-6 * (1 - cpu_share), cpu_s=policy_us * 1e-6 * cpu_share)
 
 
 #: the fastest configuration's samples spreading more than this share of its median (lowest to
@@ -229,9 +296,12 @@ def verdict_warnings(reasons: list[str], tied: list[Candidate]) -> list[str]:
 
 def cmd_autotune(args, overrides) -> int:
     config = load(args.config, overrides)
-    configured = config.vec.get("num_envs", 1)
+    policy = PolicyTime.from_args(args.policy_us, args.policy_cpu_share)
+    # With a policy in the loop the batch a call sees is the hyperparameter kept (a pipelined config's
+    # num_envs holds several batches); without one, num_envs as configured.
+    configured = rows_per_call(config.vec) if policy is not None else config.vec.get("num_envs", 1)
     sizes = num_envs_sweep(configured) if args.search_num_envs else [configured]
-    settings = candidate_configs(config, sizes)
+    settings = candidate_configs(config, sizes, pipelined=policy is not None)
     candidates = [Candidate(label, vec) for label, vec in settings]
     per_sample = max(0.05, args.budget / (4 * len(candidates)))
     print(
@@ -242,13 +312,22 @@ def cmd_autotune(args, overrides) -> int:
             f"  num_envs searched over {sizes}: a different num_envs changes your trainer's batch (what it "
             "learns from), not only its speed"
         )
+    elif configured < config.vec.get("num_envs", 1):
+        print(f"  the batch kept at {configured} rows a call: it is your training hyperparameter")
     else:
         print(
             f"  num_envs kept at {configured}: it is your training hyperparameter (--search-num-envs also searches it)"
         )
+    if policy is not None:
+        print(
+            f"  the loop measured with a stand-in for your policy: {args.policy_us:g} us a call, "
+            f"{policy.cpu_s * 1e6:g} us of it on the caller's CPU and the rest waited for without a core, "
+            f"as for a GPU; pipelined candidates step two buffers of the batch (num_envs doubled, batch_size "
+            "kept: your policy sees as many rows a call)"
+        )
     sys.stdout.flush()  # before progress lines on stderr, so that a log keeps the order
     progress = benchmark.Progress("shoal autotune: measuring", None, "sample")
-    measure = _measure_with(config, per_sample)
+    measure = _measure_with(config, per_sample, policy)
 
     def measured(cand: Candidate) -> float:
         progress.describe(cand.label)
@@ -285,12 +364,20 @@ def cmd_autotune(args, overrides) -> int:
         f"\nrecommended [vec] ({'simplest of ' + str(len(tied)) + ' ties' if len(tied) > 1 else 'fastest'}): {best.label}"
     )
     print(ini_lines(best.vec), end="")
-    if best.vec["num_envs"] != configured:
-        print(f"(num_envs {configured} -> {best.vec['num_envs']}: retune what depends on it in your trainer)")
+    rows = rows_per_call(best.vec)
+    if is_pipelined(best.vec) and rows == configured:
+        print(
+            f"(num_envs {best.vec['num_envs']} in {best.vec['num_envs'] // rows} buffers of batch_size {rows}: "
+            f"your policy still sees {rows} rows a call, while the other buffer's envs step)"
+        )
+    elif rows != configured:
+        print(f"(num_envs {configured} -> {rows}: retune what depends on it in your trainer)")
     if args.write:
         path = Path(config.path)
         takes = {"backend", "num_envs", "seed", *backend_options(best.vec["backend"])}
         unused = set(VEC_KEYS) - takes  # the old backend's keys, which the new one refuses
+        if "batch_size" not in best.vec:
+            unused.add("batch_size")  # a pipelined file's batch_size would pipeline the recommendation
         text = update_config_text(path.read_text(), "vec", {k: _ini(v) for k, v in best.vec.items()}, unused)
         path.write_text(text)
         load(path)  # the written file must load
@@ -336,5 +423,18 @@ def add_commands(sub) -> None:
         action="store_true",
         help="also search num_envs (powers of two around the configured one); without it num_envs, your "
         "training hyperparameter, is kept",
+    )
+    tune.add_argument(
+        "--policy-us",
+        type=float,
+        help="measure the trainer's loop: your policy's time per call in microseconds (a GPU forward with "
+        "its copies), taken by a stand-in between each recv and send; adds pipelined candidates",
+    )
+    tune.add_argument(
+        "--policy-cpu-share",
+        type=float,
+        default=0.2,
+        help="share of --policy-us spent on the caller's CPU (kernel launches); the rest is waited for "
+        "without a core, as for a GPU (default 0.2)",
     )
     tune.set_defaults(func=cmd_autotune)
