@@ -114,9 +114,10 @@ def timed(loop_step, steps: int, warmup: int) -> float:
     return (time.perf_counter() - start) / steps
 
 
-def per_call_split(stages: dict, seconds_per_call: float) -> dict:
+def per_call_split(stages: dict, seconds_per_call: float, inner: dict | None = None) -> dict:
     """Mean microseconds of each stage of one loop call, over about 0.2 s of calls made after the timed
-    ones (the timed loop carries no timers). A diagnostic: where a call's time goes."""
+    ones (the timed loop carries no timers). A diagnostic: where a call's time goes. ``inner``: name ->
+    a one-item list that a wrapped function inside a stage adds its seconds to (reported per call too)."""
     calls = max(20, int(0.2 / max(seconds_per_call, 1e-6)))
     totals = dict.fromkeys(stages, 0.0)
     clock = time.perf_counter
@@ -125,7 +126,27 @@ def per_call_split(stages: dict, seconds_per_call: float) -> dict:
             start = clock()
             stage()
             totals[name] += clock() - start
+    totals.update({name: seconds[0] for name, seconds in (inner or {}).items()})
     return {name: round(total / calls * 1e6, 1) for name, total in totals.items()}
+
+
+def timing_waits(copies) -> dict:
+    """On CUDA: wraps the hand-off's wait for the policy's results (stepping envs meanwhile) so that the
+    per-call split can tell it from the rest of send()."""
+    waited = [0.0]
+    wait = copies.step_while_waiting
+    if wait is None:
+        return {}
+
+    def timed(ready):
+        start = time.perf_counter()
+        try:
+            return wait(ready)
+        finally:
+            waited[0] += time.perf_counter() - start
+
+    copies.step_while_waiting = timed
+    return {"send's wait for the GPU, stepping envs": waited}
 
 
 def run_case(spec: dict) -> dict:
@@ -240,7 +261,8 @@ def run_case(spec: dict) -> dict:
                 v.send(state["actions"])
 
             result["seconds"] = measure(step)
-            result["split"] = per_call_split({"recv": receive, "policy": act, "send": send}, result["seconds"])
+            inner = timing_waits(v._copies) if device != "standin" else None
+            result["split"] = per_call_split({"recv": receive, "policy": act, "send": send}, result["seconds"], inner)
             result["pool"] = {k: v.pool_stats()[k] for k in ("chunks_by_caller", "chunks_by_workers", "parks")}
     result["sps"] = n / result["seconds"]
     return result
