@@ -280,6 +280,12 @@ class NativeEnv(PufferEnv):
             (self.buf.rows(k * rows, (k + 1) * rows), self.agent_ids[k * rows : (k + 1) * rows])
             for k in range(self.num_buffers)
         ]
+        # What recv() returns of each buffer, but its infos: (observations, rewards, terminals,
+        # truncations, agent ids, masks).
+        self._received_arrays = [
+            (b.observations, b.rewards, b.terminals, b.truncations, agent_ids, b.masks)
+            for b, agent_ids in self._batches
+        ]
         b = self.buf
         self._outputs = (b.observations, b.rewards, b.terminals, b.truncations, self.agent_ids, b.masks)
         self._next = 0  # the buffer recv() returns next (round-robin)
@@ -367,7 +373,7 @@ class NativeEnv(PufferEnv):
         k = self._next
         try:
             order.state = IN_CALL
-            self.infos = infos = self.wait(k)
+            self.infos = infos = self._logs[k].add(self._vec.wait(k))  # wait(k), inlined: the hot path
         except BaseException as exc:
             self._leave(READY_TO_SEND)
             self._in_use.release()
@@ -378,8 +384,8 @@ class NativeEnv(PufferEnv):
             self._closed_while("recv")
         order.state = READY_TO_SEND
         self._received = k
-        rows, agent_ids = self._batches[k]
-        return (rows.observations, rows.rewards, rows.terminals, rows.truncations, infos, agent_ids, rows.masks)
+        observations, rewards, terminals, truncations, agent_ids, masks = self._received_arrays[k]
+        return observations, rewards, terminals, truncations, infos, agent_ids, masks
 
     def help_step(self) -> bool:
         """Steps chunks of the buffer step in flight (num_buffers > 1) on the calling thread for up to
