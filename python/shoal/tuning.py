@@ -24,6 +24,7 @@ from .errors import APIUsageError
 from .native import is_native_env
 from .policy_standin import PolicyStandIn
 from .quiet import third_party_warnings_kept_out
+from .validation import is_integer
 from .vector import make
 
 #: simpler first: fewer moving parts (no threads, then threads, then processes, then a cluster)
@@ -88,7 +89,7 @@ def rows_per_call(vec: dict) -> int:
     num_envs, else num_envs."""
     num_envs = vec.get("num_envs", 1)
     batch = vec.get("batch_size")
-    return batch if isinstance(batch, int) and not isinstance(batch, bool) and 0 < batch < num_envs else num_envs
+    return batch if is_integer(batch) and 0 < batch < num_envs else num_envs
 
 
 def is_pipelined(vec: dict) -> bool:

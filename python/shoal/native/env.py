@@ -249,22 +249,13 @@ class NativeEnv(PufferEnv):
     # An env class's own form of its episode stats (a dict from collect_log -> the dict infos report); None: as is.
     _report_log = None
 
-    def submit(self, buffer: int, actions) -> None:
-        """Queues a step of buffer ``buffer`` (num_buffers > 1) and returns while it runs."""
-        if type(actions) is not np.ndarray or self._vec.submit(buffer, actions) < 0:
-            self._submit_converted(buffer, actions)
-
     def _submit_converted(self, buffer: int, actions) -> None:
-        """submit() of actions the native check did not take as they are: converts other dtypes, byte
-        orders and layouts, clips in clip mode, or raises; the values then stand as checked
-        (per-dimension bounds, or NaN under clip, would fail the native check again and leave the
-        buffer unqueued)."""
+        """Queues buffer ``buffer``'s step with actions the native check did not take as they are:
+        converts other dtypes, byte orders and layouts, clips in clip mode, or raises; the values then
+        stand as checked (per-dimension bounds, or NaN under clip, would fail the native check again
+        and leave the buffer unqueued)."""
         if self._vec.submit(buffer, self._check_buffer_actions.converted(actions), checked=True) < 0:
             raise AssertionError("converted actions were refused by the native vector")
-
-    def wait(self, buffer: int) -> list[dict]:
-        """Waits for the step of buffer ``buffer``; returns its infos."""
-        return self._logs[buffer].add(self._vec.wait(buffer))
 
     # The vector API (make(..., backend="PufferEnv") returns this object; Multithreading is a face of
     # it). One thread at a time: a call takes ``_in_use`` without waiting (a second thread's call is an
@@ -341,7 +332,7 @@ class NativeEnv(PufferEnv):
             if self.num_buffers == 1:
                 ended = self._stepped(actions)  # checks the actions before any env runs
                 self.infos = self._count_episodes(ended) if ended or self._log_hears_every_step else []
-            else:  # submit(), inlined: one Python call fewer between the policy and the envs
+            else:  # queues buffer k's step; the native check takes well-formed actions as they are
                 k = self._next
                 if type(actions) is not np.ndarray or self._vec.submit(k, actions) < 0:
                     self._submit_converted(k, actions)
@@ -373,7 +364,7 @@ class NativeEnv(PufferEnv):
         k = self._next
         try:
             order.state = IN_CALL
-            self.infos = infos = self._logs[k].add(self._vec.wait(k))  # wait(k), inlined: the hot path
+            self.infos = infos = self._logs[k].add(self._vec.wait(k))  # buffer k's step, its episodes
         except BaseException as exc:
             self._leave(READY_TO_SEND)
             self._in_use.release()
