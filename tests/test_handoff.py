@@ -7,6 +7,7 @@ import gc
 import re
 import sys
 import tracemalloc
+from collections import deque
 
 import numpy as np
 import pytest
@@ -283,3 +284,138 @@ def test_views_of_one_allocation_share_one_registration():
     assert all(p1 + s1 <= p2 for (p1, s1), (p2, _) in zip(spans, spans[1:]))  # disjoint, as CUDA needs
     registry.release()
     assert cudart.registered == {}
+
+
+# -- the CUDA protocol on a simulated stream (every machine) ----------------------------------------
+# A GPU runs queued work later, in order. Here the queue runs only when the host waits on an event (one
+# item per query, all up to the event on synchronize), and the trainer's kernels are queued the same
+# way. Were the envs to write a host buffer before the copies out of it ran, or the actions to go to
+# the envs before their copy ran, the kernels would see other values than the numpy path's.
+
+
+class SimulatedStream:
+    def __init__(self):
+        self.queue = deque()
+
+    def launch(self, work) -> None:
+        self.queue.append(work)
+
+    def run_one(self) -> bool:
+        if not self.queue:
+            return False
+        self.queue.popleft()()
+        return True
+
+    def run_all(self) -> None:
+        while self.run_one():
+            pass
+
+
+class SimulatedEvent:
+    def __init__(self, stream):
+        self.stream = stream
+        self.unreached = 0
+
+    def record(self) -> None:
+        self.unreached += 1
+        self.stream.launch(self._reached)
+
+    def _reached(self) -> None:
+        self.unreached -= 1
+
+    def query(self) -> bool:
+        self.stream.run_one()
+        return self.unreached == 0
+
+    def synchronize(self) -> None:
+        while self.unreached:
+            assert self.stream.run_one(), "an event recorded on no stream's queue"
+
+
+class SimulatedCopies:
+    """shoal's CUDA protocol (_CudaCopies) over CPU tensors, with the device primitives simulated."""
+
+    def __new__(cls, stream, step_while_waiting):
+        from shoal.handoff.pinned import PinnedRegistry
+        from shoal.handoff.torch_vector import _CudaCopies
+
+        class Simulated(_CudaCopies):
+            def __init__(self):
+                self._torch = torch
+                self.device = torch.device("cpu")
+                self.step_while_waiting = step_while_waiting
+                self._copied = SimulatedEvent(stream)
+                self._actions_copied = SimulatedEvent(stream)
+                self.cudart = FakeCudart()
+                self._pinned = PinnedRegistry(self.cudart, self.idle)
+                self._actions = {}
+
+            def empty_on_device(self, shape, dtype):
+                tensor = torch.full(shape, 99, dtype=dtype)  # not the values of any batch
+                tensor.simulated_device = True
+                return tensor
+
+            empty_pinned = empty_on_device
+
+            def on_device(self, tensor) -> bool:
+                return getattr(tensor, "simulated_device", False)
+
+            @staticmethod
+            def copy_async(destination, source) -> None:
+                stream.launch(lambda: destination.copy_(source))
+
+            def record(self, event) -> None:
+                event.record()
+
+            def idle(self) -> None:
+                stream.run_all()
+
+            def copy_once(self, hosts: tuple) -> tuple:
+                return tuple(host.clone() for host in hosts)
+
+        return Simulated()
+
+
+def simulated_rollout(vecenv, actions: list, device_actions: bool) -> list[tuple]:
+    """rollout() through a TorchVector on a simulated stream: the trainer's kernel records each batch
+    (in stream order, as a policy would read it) and, with ``device_actions``, writes the actions into
+    one device tensor that every step reuses."""
+    from shoal.handoff import TorchVector
+
+    stream = SimulatedStream()
+    handed = TorchVector(vecenv, "cpu")
+    handed._copies = copies = SimulatedCopies(stream, getattr(vecenv, "step_while_waiting", None))
+    out = copies.empty_on_device(actions[0].shape, torch.from_numpy(actions[0]).dtype)
+    seen = []
+    handed.async_reset(5)
+    for a in actions:
+        obs, rew, term, trunc, _, ids, masks = handed.recv()
+        final = handed.final_observations.numpy().copy()  # a synchronous copy, as on CUDA
+        tensors = (obs, rew, term, trunc, ids, masks)
+        stream.launch(lambda t=tensors, f=final: seen.append((*(x.numpy().copy() for x in t), f)))
+        if device_actions:
+            computed = torch.from_numpy(a)
+            stream.launch(lambda c=computed: out.copy_(c))  # the policy's last kernel
+            handed.send(out)
+        else:
+            handed.send(a)
+    stream.run_all()
+    handed.close()
+    assert copies.cudart.registered == {}  # closing unlocked every page it had locked
+    return seen
+
+
+@pytest.mark.parametrize("device_actions", [True, False], ids=["device-actions", "host-actions"])
+@pytest.mark.parametrize("case", sorted(BACKENDS))
+def test_cuda_protocol_on_a_simulated_stream_keeps_the_numpy_path_values(case, device_actions, time_limit):
+    time_limit(120)
+    backend, creator, options = BACKENDS[case]
+    with make(creator, backend=backend, seed=11, **options) as plain:
+        actions = actions_for(plain, 40)
+        expected = rollout(plain, actions)
+    got = simulated_rollout(make(creator, backend=backend, seed=11, **options), actions, device_actions)
+    assert len(got) == len(expected)
+    for step, (g, e) in enumerate(zip(got, expected)):
+        for name, gv, ev in zip(("obs", "rew", "term", "trunc", "ids", "masks", "final"), g, e):
+            assert gv.dtype == ev.dtype and gv.shape == ev.shape, (step, name)
+            np.testing.assert_array_equal(gv, ev, err_msg=f"{case} step {step}: {name}")

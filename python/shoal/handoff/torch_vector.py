@@ -1,12 +1,15 @@
 """TorchVector: any shoal vector, with batches handed to a trainer as torch tensors on its device.
 
-On a CUDA device each batch of the host buffers (page-locked: see pinned.py) is copied on a stream of
-shoal's own, ordered after the trainer's queued work and before its next work by events: recv()
-returns without waiting for the copy, and the policy's kernels run after it. Actions come back the
-other way into a page-locked host array; while that copy waits for the policy, send() steps envs of
+On a CUDA device each batch of the host buffers (page-locked: see pinned.py) is copied asynchronously
+on the trainer's current stream, as ``tensor.to(device, non_blocking=True)`` would be: recv() returns
+without waiting for the copy, the policy's kernels run after it, and the copy runs after the work the
+trainer queued before (which may still read the previous batch of those tensors). A trainer that wants
+the copies on a stream of its choosing calls recv() under ``torch.cuda.stream(...)``. Actions come back
+the other way into a page-locked host array; while that copy waits for the policy, send() steps envs of
 the buffer in flight on the caller's thread (a pipelined Multithreading vector), so the caller's core
-works for the envs instead of spinning; then it sends the actions on. Nothing is allocated per step:
-each batch view of the host buffers gets its device tensors once, at first sight.
+works for the envs instead of spinning; then it sends the actions on. Events tell the host when the
+copies are done, before the envs write the host buffers again. Nothing is allocated per step: each
+batch view of the host buffers gets its device tensors once, at first sight.
 
 On the CPU the tensors are the host buffers themselves (``torch.from_numpy``), without a copy.
 
@@ -67,9 +70,9 @@ class _Batch:
         copies.pin(observations)
         copies.pin(agent_ids)
         rows = len(rewards)
-        self.device_observations = torch.empty(self.hosts[0].shape, dtype=self.hosts[0].dtype, device=copies.device)
-        self.device_agent_ids = torch.empty(self.hosts[4].shape, dtype=self.hosts[4].dtype, device=copies.device)
-        self.stage = torch.empty(7 * rows, dtype=torch.uint8, pin_memory=True)
+        self.device_observations = copies.empty_on_device(self.hosts[0].shape, self.hosts[0].dtype)
+        self.device_agent_ids = copies.empty_on_device(self.hosts[4].shape, self.hosts[4].dtype)
+        self.stage = copies.empty_pinned((7 * rows,), torch.uint8)
         stage = self.stage.numpy()
         self.stage_columns = (
             (stage[: 4 * rows].view(np.float32), rewards),
@@ -77,7 +80,7 @@ class _Batch:
             (stage[5 * rows : 6 * rows].view(np.bool_), truncations),
             (stage[6 * rows :].view(np.bool_), masks),
         )
-        self.device_stage = torch.empty(7 * rows, dtype=torch.uint8, device=copies.device)
+        self.device_stage = copies.empty_on_device((7 * rows,), torch.uint8)
         d = self.device_stage
         self.device_tensors = (
             self.device_observations,
@@ -240,75 +243,94 @@ class TorchVector:
                 f"actions of shape {tuple(actions.shape)}; this vector takes {self._action_shape} "
                 f"(agents_per_batch={self.agents_per_batch} rows of {self.single_action_space})"
             )
+        copies = self._copies
+        if copies is not None and copies.on_device(actions):
+            return copies.to_host(actions.detach(), self._action_dtype)
         if actions.device.type == "cpu":
             return actions.detach().numpy()
-        if self._copies is None or actions.device != self.device:
-            raise APIUsageError(f"actions on {actions.device}; this vector hands batches to {self.device}")
-        return self._copies.to_host(actions.detach(), self._action_dtype)
+        raise APIUsageError(f"actions on {actions.device}; this vector hands batches to {self.device}")
 
 
 class _CudaCopies:
-    """The CUDA side: one stream of shoal's, events ordering it with the trainer's stream, page-locked hosts."""
+    """The CUDA side: page-locked hosts, asynchronous copies on the trainer's current stream, and the
+    events the host waits on before it reuses a host buffer.
+
+    Why not a stream of shoal's own: its copies into a batch's device tensors would have to wait for
+    the trainer's queued work anyway (it may still read them), and the trainer waits for the actions
+    every step, so a second stream overlaps nothing. It would cost the caller's thread two
+    cross-stream event waits and a stream switch per call: about 26 torch calls a step on the critical
+    path where these take about 10 (and the GPU a cross-stream dependency each way)."""
 
     def __init__(self, torch, device, step_while_waiting=None):
         self._torch = torch
         self.device = device
         self.step_while_waiting = step_while_waiting  # the vector's, where it steps in the background
         with torch.cuda.device(device):
-            self.stream = torch.cuda.Stream(device)
-            self._copied = torch.cuda.Event()
-            self._trainer_mark = torch.cuda.Event()
-            self._actions_copied = torch.cuda.Event()
-        self._pinned = PinnedRegistry(torch.cuda.cudart(), lambda: torch.cuda.synchronize(device))
+            self._copied = torch.cuda.Event()  # the last batch's copies to the device
+            self._actions_copied = torch.cuda.Event()  # the last actions' copy to the host
+        self._pinned = PinnedRegistry(torch.cuda.cudart(), self.idle)
         self._actions = {}  # (dtype, shape) -> (device staging tensor, page-locked host tensor, its numpy view)
 
-    def pin(self, array: np.ndarray) -> None:
-        self._pinned.pin(array)
+    # -- the device primitives (one place, so that a test can run this protocol on a simulated stream) --
 
-    def _after_trainer(self):
-        """Orders shoal's stream after the work queued on the trainer's current stream; returns that stream."""
-        trainer = self._torch.cuda.current_stream(self.device)
-        self._trainer_mark.record(trainer)
-        self.stream.wait_event(self._trainer_mark)
-        return trainer
+    def empty_on_device(self, shape, dtype):
+        return self._torch.empty(shape, dtype=dtype, device=self.device)
 
-    def to_device(self, batch) -> tuple:
-        batch.gather()
-        # After the trainer's work queued so far: it may still read the previous batch of these tensors.
-        trainer = self._after_trainer()
-        hosts = batch.hosts
-        with self._torch.cuda.stream(self.stream):
-            batch.device_observations.copy_(hosts[0], non_blocking=True)
-            batch.device_stage.copy_(batch.stage, non_blocking=True)
-            batch.device_agent_ids.copy_(hosts[4], non_blocking=True)
-            self._copied.record(self.stream)
-        trainer.wait_event(self._copied)
-        return batch.device_tensors
+    def empty_pinned(self, shape, dtype):
+        return self._torch.empty(shape, dtype=dtype, pin_memory=True)
+
+    def on_device(self, tensor) -> bool:
+        return tensor.device == self.device
+
+    @staticmethod
+    def copy_async(destination, source) -> None:
+        """Queued on the current stream of the CUDA tensor's device; the host goes on at once."""
+        destination.copy_(source, non_blocking=True)
+
+    def record(self, event) -> None:
+        """``event`` marks the work queued so far on the trainer's current stream."""
+        event.record(self._torch.cuda.current_stream(self.device))
+
+    def idle(self) -> None:
+        """Until no work of the device (copies from the host pages included) is left."""
+        self._torch.cuda.synchronize(self.device)
 
     def copy_once(self, hosts: tuple) -> tuple:
         """Fresh device copies of ``hosts`` (pageable: a rare read, such as final observations)."""
         return tuple(host.to(self.device) for host in hosts)
 
+    # -- the protocol -----------------------------------------------------------------------------
+
+    def pin(self, array: np.ndarray) -> None:
+        self._pinned.pin(array)
+
+    def to_device(self, batch) -> tuple:
+        batch.gather()
+        hosts = batch.hosts
+        copy = self.copy_async
+        copy(batch.device_observations, hosts[0])
+        copy(batch.device_stage, batch.stage)
+        copy(batch.device_agent_ids, hosts[4])
+        self.record(self._copied)
+        return batch.device_tensors
+
     def to_host(self, actions, dtype: np.dtype) -> np.ndarray:
         """``actions`` (on the device) in a page-locked host array, once the copy is done. Floating
         actions of a Box space are converted to float32 on the device (as numpy rounds them); other
         dtypes travel as they are, so the vector checks their values exactly as it checks numpy's."""
-        torch = self._torch
-        target = torch.float32 if dtype == np.float32 and actions.dtype.is_floating_point else actions.dtype
+        target = self._torch.float32 if dtype == np.float32 and actions.dtype.is_floating_point else actions.dtype
         key = (target, tuple(actions.shape))
         staging = self._actions.get(key)
         if staging is None:
-            device_actions = torch.empty(actions.shape, dtype=target, device=self.device)
-            host_actions = torch.empty(actions.shape, dtype=target, pin_memory=True)
+            device_actions = self.empty_on_device(actions.shape, target)
+            host_actions = self.empty_pinned(actions.shape, target)
             staging = self._actions[key] = (device_actions, host_actions, host_actions.numpy())
         device_actions, host_actions, host_array = staging
         if actions.dtype != target or not actions.is_contiguous():
-            device_actions.copy_(actions)  # on the device, in the trainer's stream order
+            self.copy_async(device_actions, actions)  # on the device, after the policy
             actions = device_actions
-        self._after_trainer()
-        with torch.cuda.stream(self.stream):
-            host_actions.copy_(actions, non_blocking=True)
-            self._actions_copied.record(self.stream)
+        self.copy_async(host_actions, actions)
+        self.record(self._actions_copied)
         # While the GPU finishes the policy, this thread steps envs of the other buffer rather than
         # wait idle. Once none are left to step, no env wants its core and it waits on the event.
         if self.step_while_waiting is not None:
@@ -317,8 +339,9 @@ class _CudaCopies:
         return host_array
 
     def settle(self) -> None:
+        """The last batch's copies are done (at once after actions copied on the same stream)."""
         self._copied.synchronize()
 
     def release(self) -> None:
-        self.stream.synchronize()
+        self.idle()
         self._pinned.release()
