@@ -153,30 +153,32 @@ def test_env_errors_and_reset_behave_as_on_the_numpy_path(device, time_limit):
     assert handed == plain
 
 
-def test_a_dead_worker_is_reported_as_on_the_numpy_path(time_limit):
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_dead_worker_is_reported_as_on_the_numpy_path(device, time_limit):
     import os
     import signal
 
     time_limit(120)
 
-    def outcome(device) -> str:
-        with make(make_box_env, backend="Multiprocessing", num_envs=2, num_workers=2, seed=0, device=device) as v:
+    def outcome(handed) -> str:
+        with make(make_box_env, backend="Multiprocessing", num_envs=2, num_workers=2, seed=0, device=handed) as v:
             v.reset()
             a = np.zeros(2, np.int32)
             os.kill(v.worker_pids[0], signal.SIGKILL)
             try:
                 for _ in range(3):
-                    v.step(torch.from_numpy(a) if device else a)
+                    v.step(torch.from_numpy(a).to(handed) if handed else a)
             except Exception as error:
                 return type(error).__name__
             return "no error"
 
-    assert outcome(None) == outcome("cpu") == "WorkerError"
+    assert outcome(None) == outcome(device) == "WorkerError"
 
 
-def test_interrupt_mid_step_then_refusal_until_reset(monkeypatch):
+@pytest.mark.parametrize("device", DEVICES)
+def test_interrupt_mid_step_then_refusal_until_reset(device, monkeypatch):
     calls = {"n": 0}
-    with make(CartPole, backend="Multithreading", num_envs=8, seed=0, device="cpu") as vecenv:
+    with make(CartPole, backend="Multithreading", num_envs=8, seed=0, device=device) as vecenv:
         vecenv.reset()
         inner_send = vecenv.vecenv.send
 
@@ -186,17 +188,18 @@ def test_interrupt_mid_step_then_refusal_until_reset(monkeypatch):
 
         monkeypatch.setattr(vecenv.vecenv, "send", interrupted_send)
         with pytest.raises(KeyboardInterrupt):
-            vecenv.step(torch.zeros(8, dtype=torch.int32))
+            vecenv.step(torch.zeros(8, dtype=torch.int32, device=device))
         monkeypatch.setattr(vecenv.vecenv, "send", inner_send)
         obs, _ = vecenv.reset()  # the vector is usable again after reset, as on the numpy path
         assert obs.shape == (8, 4) and calls["n"] == 1
 
 
-def test_closing_mid_flight_closes_the_vector():
-    vecenv = make(CartPole, backend="Multithreading", num_envs=64, batch_size=32, seed=0, device="cpu")
+@pytest.mark.parametrize("device", DEVICES)
+def test_closing_mid_flight_closes_the_vector(device):
+    vecenv = make(CartPole, backend="Multithreading", num_envs=64, batch_size=32, seed=0, device=device)
     vecenv.async_reset()
     vecenv.recv()
-    vecenv.send(torch.zeros(32, dtype=torch.int32))  # a buffer steps in the background
+    vecenv.send(torch.zeros(32, dtype=torch.int32, device=device))  # a buffer steps in the background
     vecenv.close()
     assert vecenv.closed and vecenv.vecenv.closed
     with pytest.raises(APIUsageError, match="closed"):
@@ -204,20 +207,22 @@ def test_closing_mid_flight_closes_the_vector():
     vecenv.close()  # idempotent
 
 
-def test_actions_of_the_wrong_shape_are_refused_with_the_shapes():
-    with make(CartPole, backend="Multithreading", num_envs=8, seed=0, device="cpu") as vecenv:
+@pytest.mark.parametrize("device", DEVICES)
+def test_actions_of_the_wrong_shape_are_refused_with_the_shapes(device):
+    with make(CartPole, backend="Multithreading", num_envs=8, seed=0, device=device) as vecenv:
         vecenv.reset()
         with pytest.raises(APIUsageError, match=r"shape \(8, 1\).*\(8,\)"):
-            vecenv.step(torch.zeros((8, 1), dtype=torch.int32))
-        obs, *_ = vecenv.step(torch.zeros(8, dtype=torch.int32))  # nothing was sent: the vector goes on
+            vecenv.step(torch.zeros((8, 1), dtype=torch.int32, device=device))
+        obs, *_ = vecenv.step(torch.zeros(8, dtype=torch.int32, device=device))  # nothing was sent: the vector goes on
         assert obs.shape == (8, 4)
 
 
-def test_out_of_range_tensor_actions_get_the_numpy_error():
-    with make(CartPole, backend="Multithreading", num_envs=4, seed=0, device="cpu") as vecenv:
+@pytest.mark.parametrize("device", DEVICES)
+def test_out_of_range_tensor_actions_get_the_numpy_error(device):
+    with make(CartPole, backend="Multithreading", num_envs=4, seed=0, device=device) as vecenv:
         vecenv.reset()
         with pytest.raises(APIUsageError, match="out"):
-            vecenv.step(torch.tensor([0, 1, 2**33, 0], dtype=torch.int64))
+            vecenv.step(torch.tensor([0, 1, 2**33, 0], dtype=torch.int64, device=device))
 
 
 @pytest.mark.parametrize("device", ["tpu", "cuda:banana", 3.5])
