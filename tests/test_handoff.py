@@ -337,6 +337,18 @@ class SimulatedEvent:
             assert self.stream.run_one(), "an event recorded on no stream's queue"
 
 
+class StreamAwareCudart(FakeCudart):
+    """Refuses to unlock pages while copies are queued (CUDA's DMA would read freed memory)."""
+
+    def __init__(self, stream):
+        super().__init__()
+        self.stream = stream
+
+    def cudaHostUnregister(self, ptr):
+        assert not self.stream.queue, "host pages unlocked with copies in flight"
+        return super().cudaHostUnregister(ptr)
+
+
 class SimulatedCopies:
     """shoal's CUDA protocol (_CudaCopies) over CPU tensors, with the device primitives simulated."""
 
@@ -351,7 +363,7 @@ class SimulatedCopies:
                 self.step_while_waiting = step_while_waiting
                 self._copied = SimulatedEvent(stream)
                 self._actions_copied = SimulatedEvent(stream)
-                self.cudart = FakeCudart()
+                self.cudart = StreamAwareCudart(stream)
                 self._pinned = PinnedRegistry(self.cudart, self.idle)
                 self._actions = {}
 
@@ -404,9 +416,9 @@ def simulated_rollout(vecenv, actions: list, device_actions: bool) -> list[tuple
             handed.send(out)
         else:
             handed.send(a)
-    stream.run_all()
-    handed.close()
+    handed.close()  # with the last batch's copies still queued: closing waits for them before unlocking
     assert copies.cudart.registered == {}  # closing unlocked every page it had locked
+    assert not stream.queue
     return seen
 
 
