@@ -107,6 +107,8 @@ def test_no_allocation_per_step(device):
         def loop(steps):
             for i in range(steps):
                 vecenv.recv()
+                # read every step, as a trainer bootstrapping truncated episodes does
+                assert vecenv.final_observations.shape == (32, 4)
                 vecenv.send(actions[i % 2])
 
         loop(50)  # every host view and its device tensors made
@@ -353,19 +355,15 @@ class SimulatedCopies:
     """shoal's CUDA protocol (_CudaCopies) over CPU tensors, with the device primitives simulated."""
 
     def __new__(cls, stream, step_while_waiting):
-        from shoal.handoff.pinned import PinnedRegistry
         from shoal.handoff.torch_vector import _CudaCopies
 
         class Simulated(_CudaCopies):
-            def __init__(self):
-                self._torch = torch
-                self.device = torch.device("cpu")
-                self.step_while_waiting = step_while_waiting
-                self._copied = SimulatedEvent(stream)
-                self._actions_copied = SimulatedEvent(stream)
-                self.cudart = StreamAwareCudart(stream)
-                self._pinned = PinnedRegistry(self.cudart, self.idle)
-                self._actions = {}
+            def new_event(self):
+                return SimulatedEvent(stream)
+
+            def cudart(self):
+                self.fake_cudart = StreamAwareCudart(stream)
+                return self.fake_cudart
 
             def empty_on_device(self, shape, dtype):
                 tensor = torch.full(shape, 99, dtype=dtype)  # not the values of any batch
@@ -387,10 +385,10 @@ class SimulatedCopies:
             def idle(self) -> None:
                 stream.run_all()
 
-            def copy_once(self, hosts: tuple) -> tuple:
-                return tuple(host.clone() for host in hosts)
+            def copy_once(self, host):
+                return host.clone()
 
-        return Simulated()
+        return Simulated(torch, torch.device("cpu"), step_while_waiting)
 
 
 def simulated_rollout(vecenv, actions: list, device_actions: bool) -> list[tuple]:
@@ -407,9 +405,8 @@ def simulated_rollout(vecenv, actions: list, device_actions: bool) -> list[tuple
     handed.async_reset(5)
     for a in actions:
         obs, rew, term, trunc, _, ids, masks = handed.recv()
-        final = handed.final_observations.numpy().copy()  # a synchronous copy, as on CUDA
-        tensors = (obs, rew, term, trunc, ids, masks)
-        stream.launch(lambda t=tensors, f=final: seen.append((*(x.numpy().copy() for x in t), f)))
+        tensors = (obs, rew, term, trunc, ids, masks, handed.final_observations)
+        stream.launch(lambda t=tensors: seen.append(tuple(x.numpy().copy() for x in t)))
         if device_actions:
             computed = torch.from_numpy(a)
             stream.launch(lambda c=computed: out.copy_(c))  # the policy's last kernel
@@ -417,7 +414,7 @@ def simulated_rollout(vecenv, actions: list, device_actions: bool) -> list[tuple
         else:
             handed.send(a)
     handed.close()  # with the last batch's copies still queued: closing waits for them before unlocking
-    assert copies.cudart.registered == {}  # closing unlocked every page it had locked
+    assert copies.fake_cudart.registered == {}  # closing unlocked every page it had locked
     assert not stream.queue
     return seen
 

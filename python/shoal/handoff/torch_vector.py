@@ -109,7 +109,8 @@ class TorchVector:
     every array a tensor on ``device`` (infos stay a list of dicts); ``send(actions)`` takes a tensor
     on any device (or a numpy array): int32/int64 for Discrete and MultiDiscrete spaces, float for Box,
     of shape (agents_per_batch, *action shape). ``reset``/``step`` are the synchronous pair, as on
-    every vector. ``final_observations`` is the last batch's, on ``device`` (copied when read).
+    every vector. ``final_observations`` is the last batch's, on ``device``: copied when read, into a
+    tensor kept for that batch (like the batch's own, overwritten by the next read of that batch).
 
     The call order, the errors and the closing are the wrapped vector's: a TorchVector adds no state
     of its own beyond its device memory. Use the same pipelining options as for numpy (for example
@@ -193,7 +194,9 @@ class TorchVector:
         host = getattr(self.vecenv, "final_observations", None) if self._received else None
         if host is None:
             raise APIUsageError("final_observations: no batch received yet")
-        return self._to_device((host,))[0]
+        if self._copies is None:
+            return self._torch.from_numpy(np.ascontiguousarray(host))
+        return self._copies.final_to_device(host)
 
     @property
     def closed(self) -> bool:
@@ -229,11 +232,6 @@ class TorchVector:
         self._batches[id(arrays[0])] = batch
         return batch
 
-    def _to_device(self, arrays: tuple) -> tuple:
-        """A one-off copy (final observations): on the CPU, views; on a GPU, fresh device tensors."""
-        hosts = tuple(self._torch.from_numpy(np.ascontiguousarray(a)) for a in arrays)
-        return hosts if self._copies is None else self._copies.copy_once(hosts)
-
     def _host_actions(self, actions):
         torch = self._torch
         if not isinstance(actions, torch.Tensor):
@@ -265,13 +263,22 @@ class _CudaCopies:
         self._torch = torch
         self.device = device
         self.step_while_waiting = step_while_waiting  # the vector's, where it steps in the background
-        with torch.cuda.device(device):
-            self._copied = torch.cuda.Event()  # the last batch's copies to the device
-            self._actions_copied = torch.cuda.Event()  # the last actions' copy to the host
-        self._pinned = PinnedRegistry(torch.cuda.cudart(), self.idle)
+        self._copied = self.new_event()  # the last batch's copies to the device
+        self._final_copied = self.new_event()  # the last copy of final observations read
+        self._final_pending = False  # final observations copied since the host buffers were last settled
+        self._actions_copied = self.new_event()  # the last actions' copy to the host
+        self._pinned = PinnedRegistry(self.cudart(), self.idle)
         self._actions = {}  # (dtype, shape) -> (device staging tensor, page-locked host tensor, its numpy view)
+        self._finals = {}  # (address, shape, dtype) of a host buffer -> (its device tensor, its host tensor)
 
     # -- the device primitives (one place, so that a test can run this protocol on a simulated stream) --
+
+    def new_event(self):
+        with self._torch.cuda.device(self.device):
+            return self._torch.cuda.Event()
+
+    def cudart(self):
+        return self._torch.cuda.cudart()
 
     def empty_on_device(self, shape, dtype):
         return self._torch.empty(shape, dtype=dtype, device=self.device)
@@ -295,9 +302,9 @@ class _CudaCopies:
         """Until no work of the device (copies from the host pages included) is left."""
         self._torch.cuda.synchronize(self.device)
 
-    def copy_once(self, hosts: tuple) -> tuple:
-        """Fresh device copies of ``hosts`` (pageable: a rare read, such as final observations)."""
-        return tuple(host.to(self.device) for host in hosts)
+    def copy_once(self, host):
+        """A fresh device copy of ``host`` (a tensor of pageable memory: synchronous for the host)."""
+        return host.to(self.device)
 
     # -- the protocol -----------------------------------------------------------------------------
 
@@ -338,9 +345,30 @@ class _CudaCopies:
         self._actions_copied.synchronize()
         return host_array
 
+    def final_to_device(self, host: np.ndarray):
+        """The final observations of the last batch (``host``, a buffer of the vector), copied as the
+        batch is: asynchronously, into a device tensor kept for that buffer (overwritten by its next read)."""
+        key = (host.__array_interface__["data"][0], host.shape, host.dtype.str)
+        entry = self._finals.get(key)
+        if entry is None:
+            if not host.flags.c_contiguous or len(self._finals) >= _VIEWS_KEPT:
+                # not a buffer of the vector's own (or one too many): a one-off copy
+                return self.copy_once(self._torch.from_numpy(np.ascontiguousarray(host)))
+            self.pin(host)
+            source = self._torch.from_numpy(host)  # keeps the buffer, so no other takes its address
+            entry = self._finals[key] = (self.empty_on_device(source.shape, source.dtype), source)
+        device_tensor, source = entry
+        self.copy_async(device_tensor, source)
+        self.record(self._final_copied)
+        self._final_pending = True
+        return device_tensor
+
     def settle(self) -> None:
-        """The last batch's copies are done (at once after actions copied on the same stream)."""
+        """The copies out of the host buffers are done (at once after actions copied on the same stream)."""
         self._copied.synchronize()
+        if self._final_pending:
+            self._final_copied.synchronize()
+            self._final_pending = False
 
     def release(self) -> None:
         self.idle()
