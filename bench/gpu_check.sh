@@ -2,11 +2,14 @@
 # Issue 41's GPU checks in one run on a lent device machine (Python 3.12 with torch, no network):
 # the hand-off's tests on CUDA, then bench_trainer (HalfCheetah-v5 512 envs, native cartpole 16384).
 #
-#   here, once:  bash bench/gpu_check.sh --fetch-wheels   (cp312 wheels of what the image lacks, into .whl/)
-#   there:       bash bench/gpu_check.sh                   (carry .whl; results under $OUT, else /tmp/gpu_check)
+#   here, once:  bash bench/gpu_check.sh --fetch-wheels [REV]   (cp312 wheels of what the image lacks,
+#                into .whl/; with REV, also that commit's sources as the baseline to compare with)
+#   there:       bash bench/gpu_check.sh                         (carry .whl; results under $OUT)
 #
+# With a baseline, cartpole's loop is measured again with the baseline's shoal (same bench script, same
+# machine, right after): an A/B of the hand-off where the policy, not the envs, is the limit.
 # The image has torch, numpy, pybind11, scikit-build-core, cmake, ninja and pytest; gymnasium and MuJoCo
-# travel as wheels. shoal is built there, into the same folder as the wheels.
+# travel as wheels. shoal is built there, into the folder the wheels go to.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,24 +21,55 @@ if [[ ${1:-} == --fetch-wheels ]]; then
     for p in manylinux_2_28_x86_64 manylinux_2_27_x86_64 manylinux_2_17_x86_64 manylinux2014_x86_64; do
         platforms+=(--platform "$p")
     done
-    exec python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-        "${platforms[@]}" -d .whl "${WHEELS[@]}"
+    python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+        "${platforms[@]}" -d .whl "${WHEELS[@]}" || exit 1
+    rm -f .whl/baseline.tar.gz
+    if [[ -n ${2:-} ]]; then
+        git archive --format=tar.gz -o .whl/baseline.tar.gz "$2" || exit 1
+        git rev-parse "$2" >.whl/baseline.rev
+    fi
+    exit 0
 fi
 
 out=${OUT:-/tmp/gpu_check}
-site=/tmp/shoal_site
+wheels=/tmp/shoal_wheels
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$site" .whl/*.whl ||
-    exit 1
-python3 -m pip install -q --no-index --no-deps --no-build-isolation --target "$site" . >"$out/build.log" 2>&1 || {
-    tail -40 "$out/build.log"
-    exit 1
+
+# build SOURCE_DIR SITE: shoal from its sources into SITE, beside the carried wheels
+build() {
+    python3 -m pip install -q --no-index --no-deps --no-build-isolation --target "$2" "$1" >"$out/build.log" 2>&1 || {
+        tail -40 "$out/build.log"
+        return 1
+    }
 }
-export PYTHONPATH=$site
+
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$wheels" .whl/*.whl ||
+    exit 1
+build . /tmp/shoal_site || exit 1
+export PYTHONPATH=/tmp/shoal_site:$wheels
+# measure_with SITE: fails unless `import shoal` finds the build in SITE (not another install)
+measure_with() {
+    local found
+    found=$(PYTHONPATH=$1:$wheels python3 -c "import shoal; print(shoal.__file__)") || return 1
+    [[ $found == "$1"/* ]] || {
+        echo "gpu_check: import shoal finds $found, not the build in $1"
+        return 1
+    }
+}
+measure_with /tmp/shoal_site || exit 1
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
-# The CUDA cases of the hand-off's tests (the CPU ones too: the same file, seconds).
+# The hand-off's tests, CUDA cases included (seconds).
 timeout 240 python3 -m pytest -q -p no:cacheprovider -o addopts= tests/test_handoff.py 2>&1 | tee "$out/tests.log" |
     tail -15
-timeout 420 python3 bench/bench_trainer.py --envs halfcheetah,cartpole --repeats 3 --seconds 0.6 2>&1 |
+timeout 360 python3 bench/bench_trainer.py --envs halfcheetah,cartpole --repeats 3 --seconds 0.6 2>&1 |
     tee "$out/trainer.md"
+
+if [[ -f .whl/baseline.tar.gz ]]; then
+    base=/tmp/shoal_baseline
+    mkdir -p "$base/src" && tar -xzf .whl/baseline.tar.gz -C "$base/src" || exit 1
+    build "$base/src" "$base/site" && measure_with "$base/site" || exit 1
+    echo "## Baseline $(cat .whl/baseline.rev 2>/dev/null): cartpole with its shoal" | tee "$out/baseline.md"
+    PYTHONPATH=$base/site:$wheels timeout 200 python3 bench/bench_trainer.py --envs cartpole --repeats 3 \
+        --seconds 0.6 2>&1 | tee -a "$out/baseline.md"
+fi
