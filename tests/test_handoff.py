@@ -351,44 +351,42 @@ class StreamAwareCudart(FakeCudart):
         return super().cudaHostUnregister(ptr)
 
 
-class SimulatedCopies:
+def simulated_copies(stream, step_while_waiting):
     """shoal's CUDA protocol (_CudaCopies) over CPU tensors, with the device primitives simulated."""
+    from shoal.handoff.torch_vector import _CudaCopies
 
-    def __new__(cls, stream, step_while_waiting):
-        from shoal.handoff.torch_vector import _CudaCopies
+    class Simulated(_CudaCopies):
+        def new_event(self):
+            return SimulatedEvent(stream)
 
-        class Simulated(_CudaCopies):
-            def new_event(self):
-                return SimulatedEvent(stream)
+        def cudart(self):
+            self.fake_cudart = StreamAwareCudart(stream)
+            return self.fake_cudart
 
-            def cudart(self):
-                self.fake_cudart = StreamAwareCudart(stream)
-                return self.fake_cudart
+        def empty_on_device(self, shape, dtype):
+            tensor = torch.full(shape, 99, dtype=dtype)  # not the values of any batch
+            tensor.simulated_device = True
+            return tensor
 
-            def empty_on_device(self, shape, dtype):
-                tensor = torch.full(shape, 99, dtype=dtype)  # not the values of any batch
-                tensor.simulated_device = True
-                return tensor
+        empty_pinned = empty_on_device
 
-            empty_pinned = empty_on_device
+        def on_device(self, tensor) -> bool:
+            return getattr(tensor, "simulated_device", False)
 
-            def on_device(self, tensor) -> bool:
-                return getattr(tensor, "simulated_device", False)
+        @staticmethod
+        def copy_async(destination, source) -> None:
+            stream.launch(lambda: destination.copy_(source))
 
-            @staticmethod
-            def copy_async(destination, source) -> None:
-                stream.launch(lambda: destination.copy_(source))
+        def record(self, event) -> None:
+            event.record()
 
-            def record(self, event) -> None:
-                event.record()
+        def idle(self) -> None:
+            stream.run_all()
 
-            def idle(self) -> None:
-                stream.run_all()
+        def copy_once(self, host):
+            return host.clone()
 
-            def copy_once(self, host):
-                return host.clone()
-
-        return Simulated(torch, torch.device("cpu"), step_while_waiting)
+    return Simulated(torch, torch.device("cpu"), step_while_waiting)
 
 
 def simulated_rollout(vecenv, actions: list, device_actions: bool) -> list[tuple]:
@@ -399,7 +397,7 @@ def simulated_rollout(vecenv, actions: list, device_actions: bool) -> list[tuple
 
     stream = SimulatedStream()
     handed = TorchVector(vecenv, "cpu")
-    handed._copies = copies = SimulatedCopies(stream, getattr(vecenv, "step_while_waiting", None))
+    handed._copies = copies = simulated_copies(stream, getattr(vecenv, "step_while_waiting", None))
     out = copies.empty_on_device(actions[0].shape, torch.from_numpy(actions[0]).dtype)
     seen = []
     handed.async_reset(5)
