@@ -48,8 +48,8 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
     exit 1
 build . /tmp/shoal_site || exit 1
 export PYTHONPATH=/tmp/shoal_site:$wheels
-# measure_with SITE: fails unless `import shoal` finds the build in SITE (not another install)
-measure_with() {
+# check_import SITE: fails unless `import shoal` finds the build in SITE (not another install)
+check_import() {
     local found
     found=$(PYTHONPATH=$1:$wheels python3 -c "import shoal; print(shoal.__file__)") || return 1
     [[ $found == "$1"/* ]] || {
@@ -57,7 +57,7 @@ measure_with() {
         return 1
     }
 }
-measure_with /tmp/shoal_site || exit 1
+check_import /tmp/shoal_site || exit 1
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
 # The hand-off's tests, CUDA cases included (seconds).
 timeout 240 python3 -m pytest -q -p no:cacheprovider -o addopts= tests/test_handoff.py 2>&1 | tee "$out/tests.log" |
@@ -68,7 +68,7 @@ timeout 360 python3 bench/bench_trainer.py --envs halfcheetah,cartpole --repeats
 if [[ -f .whl/baseline.tar.gz ]]; then
     base=/tmp/shoal_baseline
     mkdir -p "$base/src" && tar -xzf .whl/baseline.tar.gz -C "$base/src" || exit 1
-    build "$base/src" "$base/site" && measure_with "$base/site" || exit 1
+    build "$base/src" "$base/site" && check_import "$base/site" || exit 1
     echo "## Baseline $(cat .whl/baseline.rev 2>/dev/null): cartpole with its shoal" | tee "$out/baseline.md"
     PYTHONPATH=$base/site:$wheels timeout 200 python3 bench/bench_trainer.py --envs cartpole --repeats 3 \
         --seconds 0.6 2>&1 | tee -a "$out/baseline.md"

@@ -67,6 +67,15 @@ def rollout(vecenv, actions: list, as_tensor=None) -> list[tuple]:
     return batches
 
 
+def assert_same_batches(got: list[tuple], expected: list[tuple], case: str) -> None:
+    """Every array of every batch (rollout()'s tuples) equal in dtype, shape and value."""
+    assert len(got) == len(expected)
+    for step, (g, e) in enumerate(zip(got, expected)):
+        for name, gv, ev in zip(("obs", "rew", "term", "trunc", "ids", "masks", "final"), g, e):
+            assert gv.dtype == ev.dtype and gv.shape == ev.shape, (step, name)
+            np.testing.assert_array_equal(gv, ev, err_msg=f"{case} step {step}: {name}")
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("case", sorted(BACKENDS))
 def test_tensors_hold_the_numpy_path_values(case, device, time_limit):
@@ -79,11 +88,7 @@ def test_tensors_hold_the_numpy_path_values(case, device, time_limit):
         got = rollout(handed, actions, as_tensor=lambda a: torch.from_numpy(a).to(device))
         first_obs = handed.recv()[0]
     assert first_obs.device.type == device
-    assert len(got) == len(expected)
-    for step, (g, e) in enumerate(zip(got, expected)):
-        for name, gv, ev in zip(("obs", "rew", "term", "trunc", "ids", "masks", "final"), g, e):
-            assert gv.dtype == ev.dtype and gv.shape == ev.shape, (step, name)
-            np.testing.assert_array_equal(gv, ev, err_msg=f"{case} step {step}: {name}")
+    assert_same_batches(got, expected, case)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -426,8 +431,4 @@ def test_cuda_protocol_on_a_simulated_stream_keeps_the_numpy_path_values(case, d
         actions = actions_for(plain, 40)
         expected = rollout(plain, actions)
     got = simulated_rollout(make(creator, backend=backend, seed=11, **options), actions, device_actions)
-    assert len(got) == len(expected)
-    for step, (g, e) in enumerate(zip(got, expected)):
-        for name, gv, ev in zip(("obs", "rew", "term", "trunc", "ids", "masks", "final"), g, e):
-            assert gv.dtype == ev.dtype and gv.shape == ev.shape, (step, name)
-            np.testing.assert_array_equal(gv, ev, err_msg=f"{case} step {step}: {name}")
+    assert_same_batches(got, expected, case)
