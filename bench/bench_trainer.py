@@ -159,6 +159,8 @@ def run_case(spec: dict) -> dict:
     n, case, device = spec["num_envs"], spec["case"], spec["device"]
     threads = spec.get("threads")
     seconds = spec["seconds"]
+    if spec.get("torch_copies"):
+        os.environ["SHOAL_CUDA_COPIES"] = "torch"  # read when the hand-off is made
     torch = None
     if device != "standin":
         import torch
@@ -335,6 +337,11 @@ def main() -> None:
         default=[],
         help="diagnostic: also run (d) with these max_num_threads (comma-separated)",
     )
+    parser.add_argument(
+        "--d-torch-copies",
+        action="store_true",
+        help="diagnostic (CUDA): also run (d) with its copies and events through torch (SHOAL_CUDA_COPIES=torch)",
+    )
     parser.add_argument("--cases", default="abcd", help="which cases to run (a diagnostic run of (d) alone: d)")
     parser.add_argument(
         "--no-help", action="store_true", help="diagnostic: (d) without the caller stepping envs while the GPU works"
@@ -373,12 +380,14 @@ def main() -> None:
         rows = [(c, CASE_NAMES[c], c, args.threads if c in "ac" else None) for c in CASES if c in args.cases]
         for t in args.d_threads:
             rows.append((f"d{t}", f"{CASE_NAMES['d']}, max_num_threads={t}", "d", t))
+        if args.d_torch_copies:
+            rows.append(("d-torch", f"{CASE_NAMES['d']}, copies through torch", "d", None))
         base["no_help"] = args.no_help
         samples = {key: [] for key, *_ in rows}
         extra = {}
         for r in range(args.repeats):
             for key, label, case, threads in rows:
-                result = in_process({**base, "case": case, "threads": threads})
+                result = in_process({**base, "case": case, "threads": threads, "torch_copies": key == "d-torch"})
                 samples[key].append(result["sps"])
                 extra[key] = result
                 print(f"  {name} repeat {r + 1}/{args.repeats} {label}: {result['sps']:,.0f} steps/s", flush=True)

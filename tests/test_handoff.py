@@ -103,11 +103,18 @@ def test_synchronous_pair_returns_tensors_on_the_device(device):
         assert vecenv.max_num_threads >= 1  # a backend's own attributes pass through
 
 
-@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("device", [*DEVICES, "simulated-driver"])
 def test_no_allocation_per_step(device):
-    with make(CartPole, backend="Multithreading", num_envs=64, batch_size=32, seed=0, device=device) as vecenv:
+    # "simulated-driver": the CUDA protocol through shoal's native copier, on its simulated device
+    simulated = device == "simulated-driver"
+    with make(
+        CartPole, backend="Multithreading", num_envs=64, batch_size=32, seed=0, device="cpu" if simulated else device
+    ) as vecenv:
+        actions = [torch.randint(0, 2, (32,), device="cpu" if simulated else device) for _ in range(2)]
+        if simulated:
+            vecenv._copies = copies = simulated_copies("driver", vecenv.step_while_waiting)[0]
+            actions = [copies.empty_on_device(a.shape, a.dtype).copy_(a) for a in actions]
         vecenv.async_reset()
-        actions = [torch.randint(0, 2, (32,), device=device) for _ in range(2)]
 
         def loop(steps):
             for i in range(steps):
@@ -255,6 +262,48 @@ def test_without_torch_the_error_names_the_extra(monkeypatch):
         make(CartPole, backend="Multithreading", num_envs=4, device="cpu")
 
 
+def test_strided_host_arrays_are_copied_by_torch_beside_the_driver():
+    from shoal.handoff.torch_vector import _Batch
+
+    copies = simulated_copies("driver", None)[0]
+    rows = 6
+    observations = np.arange(rows * 8, dtype=np.float32).reshape(rows, 8)[:, ::2]  # every other column
+    columns = (np.linspace(0, 1, rows, dtype=np.float32), *(np.arange(rows) % k == 0 for k in (2, 3, 4)))
+    rewards, terminals, truncations, masks = columns
+    arrays = (observations, rewards, terminals, truncations, np.arange(rows, dtype=np.int64), masks)
+    batch = _Batch(torch, arrays, copies)
+    copies.upload(batch)
+    assert batch.upload_plan is False  # the driver copies contiguous memory only
+    got = [t.numpy() for t in batch.device_tensors]
+    for tensor, array in zip(got, arrays):
+        np.testing.assert_array_equal(tensor, array)
+
+
+def test_the_copies_variable_takes_driver_or_torch(monkeypatch):
+    from shoal.handoff.torch_vector import cuda_copies
+
+    monkeypatch.setenv("SHOAL_CUDA_COPIES", "fast")
+    with pytest.raises(APIUsageError, match="SHOAL_CUDA_COPIES='fast': it takes 'driver' .* or 'torch'"):
+        cuda_copies(torch, torch.device("cuda", 0))
+
+
+def test_without_the_cuda_driver_the_copies_go_through_torch(monkeypatch):
+    import shoal.handoff.torch_vector as torch_vector
+
+    def no_driver(device, simulated=False):
+        raise RuntimeError("libcuda.so.1: cannot open shared object file")
+
+    made = []
+    monkeypatch.delenv("SHOAL_CUDA_COPIES", raising=False)
+    monkeypatch.setattr(torch_vector._native, "CudaCopier", no_driver)
+    monkeypatch.setattr(torch_vector, "_CudaCopies", lambda *args: made.append(args) or "torch's copies")
+    with pytest.warns(
+        RuntimeWarning, match=r"CUDA driver could not be used \(libcuda.so.1: cannot open.*through torch"
+    ):
+        assert torch_vector.cuda_copies(torch, torch.device("cuda", 0)) == "torch's copies"
+    assert made == [(torch, torch.device("cuda", 0), None)]
+
+
 class FakeCudart:
     """cudaHostRegister/Unregister's bookkeeping, as CUDA refuses overlapping registrations."""
 
@@ -347,25 +396,21 @@ class SimulatedEvent:
 class StreamAwareCudart(FakeCudart):
     """Refuses to unlock pages while copies are queued (CUDA's DMA would read freed memory)."""
 
-    def __init__(self, stream):
+    def __init__(self, queued):
         super().__init__()
-        self.stream = stream
+        self.queued = queued
 
     def cudaHostUnregister(self, ptr):
-        assert not self.stream.queue, "host pages unlocked with copies in flight"
+        assert not self.queued(), "host pages unlocked with copies in flight"
         return super().cudaHostUnregister(ptr)
 
 
-def simulated_copies(stream, step_while_waiting):
-    """shoal's CUDA protocol (_CudaCopies) over CPU tensors, with the device primitives simulated."""
-    from shoal.handoff.torch_vector import _CudaCopies
+def on_the_host(copies_class, queued):
+    """``copies_class`` (a CUDA protocol of the hand-off) with the memory torch allocates on the CPU."""
 
-    class Simulated(_CudaCopies):
-        def new_event(self):
-            return SimulatedEvent(stream)
-
+    class OnTheHost(copies_class):
         def cudart(self):
-            self.fake_cudart = StreamAwareCudart(stream)
+            self.fake_cudart = StreamAwareCudart(queued)
             return self.fake_cudart
 
         def empty_on_device(self, shape, dtype):
@@ -378,6 +423,32 @@ def simulated_copies(stream, step_while_waiting):
         def on_device(self, tensor) -> bool:
             return getattr(tensor, "simulated_device", False)
 
+        def copy_once(self, host):
+            return host.clone()
+
+    return OnTheHost
+
+
+def simulated_copies(engine: str, step_while_waiting):
+    """shoal's CUDA protocol over CPU tensors on a simulated device, and how a test queues a kernel
+    there: ``engine`` "torch" (_CudaCopies, its torch primitives simulated in Python) or "driver"
+    (_DriverCopies over shoal._native's simulated device)."""
+    from shoal import _native
+    from shoal.handoff.torch_vector import _CudaCopies, _DriverCopies
+
+    if engine == "driver":
+        copier = _native.CudaCopier(0, simulated=True)
+        copies = on_the_host(_DriverCopies, copier.pending_simulated)(
+            torch, torch.device("cpu"), step_while_waiting, copier
+        )
+        copies.stream = lambda: 0
+        return copies, copier.launch_simulated, copier.pending_simulated
+    stream = SimulatedStream()
+
+    class Simulated(on_the_host(_CudaCopies, lambda: stream.queue)):
+        def new_event(self):
+            return SimulatedEvent(stream)
+
         @staticmethod
         def copy_async(destination, source) -> None:
             stream.launch(lambda: destination.copy_(source))
@@ -388,47 +459,45 @@ def simulated_copies(stream, step_while_waiting):
         def idle(self) -> None:
             stream.run_all()
 
-        def copy_once(self, host):
-            return host.clone()
-
-    return Simulated(torch, torch.device("cpu"), step_while_waiting)
+    return Simulated(torch, torch.device("cpu"), step_while_waiting), stream.launch, lambda: len(stream.queue)
 
 
-def simulated_rollout(vecenv, actions: list, device_actions: bool) -> list[tuple]:
-    """rollout() through a TorchVector on a simulated stream: the trainer's kernel records each batch
+def simulated_rollout(vecenv, actions: list, device_actions: bool, engine: str) -> list[tuple]:
+    """rollout() through a TorchVector on a simulated device: the trainer's kernel records each batch
     (in stream order, as a policy would read it) and, with ``device_actions``, writes the actions into
     one device tensor that every step reuses."""
     from shoal.handoff import TorchVector
 
-    stream = SimulatedStream()
     handed = TorchVector(vecenv, "cpu")
-    handed._copies = copies = simulated_copies(stream, getattr(vecenv, "step_while_waiting", None))
+    copies, launch, queued = simulated_copies(engine, getattr(vecenv, "step_while_waiting", None))
+    handed._copies = copies
     out = copies.empty_on_device(actions[0].shape, torch.from_numpy(actions[0]).dtype)
     seen = []
     handed.async_reset(5)
     for a in actions:
         obs, rew, term, trunc, _, ids, masks = handed.recv()
         tensors = (obs, rew, term, trunc, ids, masks, handed.final_observations)
-        stream.launch(lambda t=tensors: seen.append(tuple(x.numpy().copy() for x in t)))
+        launch(lambda t=tensors: seen.append(tuple(x.numpy().copy() for x in t)))
         if device_actions:
             computed = torch.from_numpy(a)
-            stream.launch(lambda c=computed: out.copy_(c))  # the policy's last kernel
+            launch(lambda c=computed: out.copy_(c))  # the policy's last kernel
             handed.send(out)
         else:
             handed.send(a)
     handed.close()  # with the last batch's copies still queued: closing waits for them before unlocking
     assert copies.fake_cudart.registered == {}  # closing unlocked every page it had locked
-    assert not stream.queue
+    assert not queued()
     return seen
 
 
+@pytest.mark.parametrize("engine", ["driver", "torch"])
 @pytest.mark.parametrize("device_actions", [True, False], ids=["device-actions", "host-actions"])
 @pytest.mark.parametrize("case", sorted(BACKENDS))
-def test_cuda_protocol_on_a_simulated_stream_keeps_the_numpy_path_values(case, device_actions, time_limit):
+def test_cuda_protocol_on_a_simulated_stream_keeps_the_numpy_path_values(case, device_actions, engine, time_limit):
     time_limit(120)
     backend, creator, options = BACKENDS[case]
     with make(creator, backend=backend, seed=11, **options) as plain:
         actions = actions_for(plain, 40)
         expected = rollout(plain, actions)
-    got = simulated_rollout(make(creator, backend=backend, seed=11, **options), actions, device_actions)
+    got = simulated_rollout(make(creator, backend=backend, seed=11, **options), actions, device_actions, engine)
     assert_same_batches(got, expected, case)

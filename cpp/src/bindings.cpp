@@ -1,4 +1,4 @@
-// shoal._native (with python_steps.cpp and spec_bindings.cpp, the only files that include pybind11):
+// shoal._native (with python_steps.cpp, spec_bindings.cpp and cuda_copies.cpp, the only files that include pybind11):
 // checks and converts arguments, releases the GIL and delegates to shoal::Vector (vector.hpp).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "arrays.hpp"
+#include "cuda_copies.hpp"
 #include "python_steps.hpp"
 #include "shoal/detail/sync.hpp"
 #include "shoal/env.h"
@@ -280,6 +281,7 @@ PYBIND11_MODULE(_native, m) {
           "Physical cores among the CPUs this process may use (affinity-aware; the one core count of shoal).");
     register_specs(m);
     bind_vector(m);
+    register_cuda_copies(m);
 
     m.def(
         "release_gil", [] { py::gil_scoped_release release; },

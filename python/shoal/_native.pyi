@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['ABI_VERSION', 'CACHE_LINE_BYTES', 'ENV_BASE_SIZE', 'EnvSpec', 'StructuredRows', 'Vector', 'bundled_names', 'bundled_spec', 'env_seed', 'int_actions_below', 'load_spec', 'measure_fork_join_ns', 'physical_cores', 'release_gil', 'write_box_steps']
+__all__: list[str] = ['ABI_VERSION', 'CACHE_LINE_BYTES', 'CudaCopier', 'CudaEvent', 'ENV_BASE_SIZE', 'EnvSpec', 'StructuredRows', 'UploadPlan', 'Vector', 'bundled_names', 'bundled_spec', 'env_seed', 'int_actions_below', 'load_spec', 'measure_fork_join_ns', 'physical_cores', 'release_gil', 'write_box_steps']
 class StructuredRows:
     """
     Writes batches of Dict/Tuple observations into rows laid out by leaf.
@@ -129,6 +129,61 @@ class Vector:
         """
         Threads stepping envs, the caller included, as requested (0 and 1: the caller alone).
         """
+class UploadPlan:
+    """
+    A batch's upload: host gathers, then host-to-device copies.
+    """
+    def __init__(self, gathers: collections.abc.Sequence[tuple[typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex]], uploads: collections.abc.Sequence[tuple[typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex]]) -> None:
+        ...
+class CudaEvent:
+    """
+    An event of a CudaCopier's device.
+    """
+    def query(self) -> bool:
+        """
+        True once the work before its last record is done.
+        """
+    def record(self, stream: typing.SupportsInt | typing.SupportsIndex) -> None:
+        """
+        Marks the work queued so far on `stream`.
+        """
+    def synchronize(self) -> None:
+        """
+        Waits (GIL released) for the work before its last record.
+        """
+class CudaCopier:
+    """
+    Host<->device copies and events through the CUDA driver (loaded at run time), or a simulated device whose memory is the host's. Addresses and streams are integers (tensor.data_ptr(), stream.cuda_stream).
+    """
+    def __init__(self, device: typing.SupportsInt | typing.SupportsIndex, simulated: bool = False) -> None:
+        """
+        RuntimeError, saying why, where the driver cannot be loaded or the device used.
+        """
+    def device_to_host(self, destination: typing.SupportsInt | typing.SupportsIndex, source: typing.SupportsInt | typing.SupportsIndex, bytes: typing.SupportsInt | typing.SupportsIndex, stream: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    def host_to_device(self, destination: typing.SupportsInt | typing.SupportsIndex, source: typing.SupportsInt | typing.SupportsIndex, bytes: typing.SupportsInt | typing.SupportsIndex, stream: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    def launch_simulated(self, work: collections.abc.Callable) -> None:
+        """
+        Simulated device only: queues a Python callable (a test's kernel) behind the queued work.
+        """
+    def new_event(self) -> CudaEvent:
+        ...
+    def pending_simulated(self) -> int:
+        """
+        Simulated device only: how many items of work are queued and not run yet.
+        """
+    def synchronize_device(self) -> None:
+        """
+        Waits (GIL released) until the device has no work left.
+        """
+    def upload(self, plan: UploadPlan, stream: typing.SupportsInt | typing.SupportsIndex) -> None:
+        """
+        A plan's gathers, then its copies queued on `stream`.
+        """
+    @property
+    def simulated(self) -> bool:
+        ...
 def bundled_names() -> list[str]:
     """
     Names of the bundled envs.

@@ -11,6 +11,11 @@ works for the envs instead of spinning; then it sends the actions on. Events tel
 copies are done, before the envs write the host buffers again. Nothing is allocated per step: each
 batch view of the host buffers gets its device tensors once, at first sight.
 
+The copies and events go through the CUDA driver (shoal._native.CudaCopier, _DriverCopies): a batch's
+copies are one native call where torch would take three dispatches, on the thread that also drives the
+policy. Where the driver cannot be loaded (ROCm's torch, say), or with ``SHOAL_CUDA_COPIES=torch``, the
+same protocol runs on torch's copy_() and events (_CudaCopies).
+
 On the CPU the tensors are the host buffers themselves (``torch.from_numpy``), without a copy.
 
 The values are the numpy path's, bit for bit: only the memory differs.
@@ -18,8 +23,12 @@ The values are the numpy path's, bit for bit: only the memory differs.
 
 from __future__ import annotations
 
+import os
+import warnings
+
 import numpy as np
 
+from .. import _native
 from ..backends.base import VecEnv
 from ..errors import APIUsageError
 from ..optional import optional_module
@@ -81,6 +90,7 @@ class _Batch:
             (stage[6 * rows :].view(np.bool_), masks),
         )
         self.device_stage = copies.empty_on_device((7 * rows,), torch.uint8)
+        self.upload_plan = None  # the driver's copies of this batch, made at its first upload (_DriverCopies)
         d = self.device_stage
         self.device_tensors = (
             self.device_observations,
@@ -132,7 +142,7 @@ class TorchVector:
             if self.device.index is None:
                 self.device = torch.device("cuda", torch.cuda.current_device())
             # A pipelined vector takes the caller's help while it waits for the GPU.
-            self._copies = _CudaCopies(torch, self.device, getattr(vecenv, "step_while_waiting", None))
+            self._copies = cuda_copies(torch, self.device, getattr(vecenv, "step_while_waiting", None))
         elif self.device.type == "cpu":
             self._copies = None
         else:
@@ -243,7 +253,7 @@ class TorchVector:
             )
         copies = self._copies
         if copies is not None and copies.on_device(actions):
-            return copies.to_host(actions.detach(), self._action_dtype)
+            return copies.to_host(actions, self._action_dtype)
         if actions.device.type == "cpu":
             return actions.detach().numpy()
         raise APIUsageError(f"actions on {actions.device}; this vector hands batches to {self.device}")
@@ -257,7 +267,10 @@ class _CudaCopies:
     the trainer's queued work anyway (it may still read them), and the trainer waits for the actions
     every step, so a second stream overlaps nothing. It would cost the caller's thread two
     cross-stream event waits and a stream switch per call: about 26 torch calls a step on the critical
-    path where these take about 10 (and the GPU a cross-stream dependency each way)."""
+    path where these take about 10 (and the GPU a cross-stream dependency each way).
+
+    Its device primitives (new_event ... download) are torch's; _DriverCopies replaces the copies and
+    events by the CUDA driver's, and the tests by a simulated device's."""
 
     def __init__(self, torch, device, step_while_waiting=None):
         self._torch = torch
@@ -306,18 +319,29 @@ class _CudaCopies:
         """A fresh device copy of ``host`` (a tensor of pageable memory: synchronous for the host)."""
         return host.to(self.device)
 
-    # -- the protocol -----------------------------------------------------------------------------
-
-    def pin(self, array: np.ndarray) -> None:
-        self._pinned.pin(array)
-
-    def to_device(self, batch) -> tuple:
+    def upload(self, batch) -> None:
+        """Queues a batch's copies to its device tensors (its small columns gathered first)."""
         batch.gather()
         hosts = batch.hosts
         copy = self.copy_async
         copy(batch.device_observations, hosts[0])
         copy(batch.device_stage, batch.stage)
         copy(batch.device_agent_ids, hosts[4])
+
+    def upload_one(self, device_tensor, host_tensor) -> None:
+        self.copy_async(device_tensor, host_tensor)
+
+    def download(self, host_tensor, device_tensor) -> None:
+        """Queues the copy of a contiguous device tensor into a page-locked host tensor of its size."""
+        self.copy_async(host_tensor, device_tensor)
+
+    # -- the protocol -----------------------------------------------------------------------------
+
+    def pin(self, array: np.ndarray) -> None:
+        self._pinned.pin(array)
+
+    def to_device(self, batch) -> tuple:
+        self.upload(batch)
         self.record(self._copied)
         return batch.device_tensors
 
@@ -333,10 +357,12 @@ class _CudaCopies:
             host_actions = self.empty_pinned(actions.shape, target)
             staging = self._actions[key] = (device_actions, host_actions, host_actions.numpy())
         device_actions, host_actions, host_array = staging
+        if actions.requires_grad:
+            actions = actions.detach()
         if actions.dtype != target or not actions.is_contiguous():
             self.copy_async(device_actions, actions)  # on the device, after the policy
             actions = device_actions
-        self.copy_async(host_actions, actions)
+        self.download(host_actions, actions)
         self.record(self._actions_copied)
         # While the GPU finishes the policy, this thread steps envs of the other buffer rather than
         # wait idle. Once none are left to step, no env wants its core and it waits on the event.
@@ -358,7 +384,7 @@ class _CudaCopies:
             source = self._torch.from_numpy(host)  # keeps the buffer, so no other takes its address
             entry = self._finals[key] = (self.empty_on_device(source.shape, source.dtype), source)
         device_tensor, source = entry
-        self.copy_async(device_tensor, source)
+        self.upload_one(device_tensor, source)
         self.record(self._final_copied)
         self._final_pending = True
         return device_tensor
@@ -373,3 +399,90 @@ class _CudaCopies:
     def release(self) -> None:
         self.idle()
         self._pinned.release()
+
+
+class _DriverCopies(_CudaCopies):
+    """The same protocol with the copies and events through the CUDA driver (shoal._native.CudaCopier)
+    instead of torch: a batch's gather and three copies are one native call, an event's record, query
+    or wait another. On the thread that drives the policy every torch call costs a dispatch (10-20 µs on
+    a GPU server's CPU); recv() and send() make none of their own here beyond reading the actions'
+    attributes. Tensors are still allocated by torch (its caching allocator and pinned memory)."""
+
+    def __init__(self, torch, device, step_while_waiting, copier):
+        self._copier = copier
+        raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # what torch.compile's code calls
+        index = device.index
+        if raw_stream is None:
+            self.stream = lambda: torch.cuda.current_stream(index).cuda_stream
+        else:
+            self.stream = lambda: raw_stream(index)
+        super().__init__(torch, device, step_while_waiting)
+
+    def new_event(self):
+        return self._copier.new_event()
+
+    def record(self, event) -> None:
+        event.record(self.stream())
+
+    def idle(self) -> None:
+        self._copier.synchronize_device()
+
+    def upload(self, batch) -> None:
+        plan = batch.upload_plan
+        if plan is None:
+            plan = batch.upload_plan = self._upload_plan(batch)
+        if plan is False:  # a batch of strided host arrays: torch copies those (on the same stream)
+            super().upload(batch)
+            return
+        self._copier.upload(plan, self.stream())
+
+    def _upload_plan(self, batch):
+        """The native plan of a batch's upload, or False where its host arrays are not contiguous."""
+        observations, _, _, _, agent_ids, _ = batch.arrays
+        staged = batch.stage_columns
+        if not (observations.flags.c_contiguous and agent_ids.flags.c_contiguous) or not all(
+            column.flags.c_contiguous and column.dtype == stage.dtype for stage, column in staged
+        ):
+            return False
+        gathers = [(address(stage), address(column), stage.nbytes) for stage, column in staged]
+        uploads = [
+            (batch.device_observations.data_ptr(), address(observations), observations.nbytes),
+            (batch.device_stage.data_ptr(), batch.stage.data_ptr(), batch.stage.numel()),
+            (batch.device_agent_ids.data_ptr(), address(agent_ids), agent_ids.nbytes),
+        ]
+        return _native.UploadPlan(gathers, uploads)
+
+    def upload_one(self, device_tensor, host_tensor) -> None:
+        size = host_tensor.numel() * host_tensor.element_size()
+        self._copier.host_to_device(device_tensor.data_ptr(), host_tensor.data_ptr(), size, self.stream())
+
+    def download(self, host_tensor, device_tensor) -> None:
+        size = device_tensor.numel() * device_tensor.element_size()
+        self._copier.device_to_host(host_tensor.data_ptr(), device_tensor.data_ptr(), size, self.stream())
+
+
+def address(array: np.ndarray) -> int:
+    return array.__array_interface__["data"][0]
+
+
+COPIES_VARIABLE = "SHOAL_CUDA_COPIES"  # "driver" (default) or "torch": who queues the hand-off's copies
+
+
+def cuda_copies(torch, device, step_while_waiting=None) -> _CudaCopies:
+    """The CUDA side of a TorchVector: through the CUDA driver where it loads (NVIDIA's CUDA), through
+    torch otherwise (ROCm's HIP, or ``SHOAL_CUDA_COPIES=torch``: the same protocol, more torch calls)."""
+    choice = os.environ.get(COPIES_VARIABLE, "driver")
+    if choice not in ("driver", "torch"):
+        raise APIUsageError(f"{COPIES_VARIABLE}={choice!r}: it takes 'driver' (the default) or 'torch'")
+    if choice == "driver" and getattr(torch.version, "hip", None) is None:
+        try:
+            copier = _native.CudaCopier(device.index)
+        except RuntimeError as error:
+            warnings.warn(
+                f"shoal: the CUDA driver could not be used ({error}); the hand-off's copies go through torch",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        else:
+            return _DriverCopies(torch, device, step_while_waiting, copier)
+    return _CudaCopies(torch, device, step_while_waiting)
