@@ -38,6 +38,7 @@ TIERS = [
     ("test_ocean.py::test_ocean_errors_are_api_usage_errors", "fast", "compiles nothing"),
     ("test_ocean*", "integration", "compiles Ocean envs from the PufferLib sdist"),
     ("test_toolchain_cross.py::*", "integration", "cross-compiles with MinGW and steps the DLL under Wine"),
+    ("test_cuda_driver.py::*", "fast", "compiles one small C file, the stand-in CUDA driver (well under 1 s)"),
     ("test_many_libraries.py::*", "fast", "compiles one tiny test-tree env and the SDK example (about 1 s)"),
     ("test_mujoco_errors.py::*", "fast", "errors raised before or while loading one small model"),
     ("test_mujoco*", "integration", "compiles MuJoCo tasks and sweeps them against Gymnasium's"),

@@ -431,18 +431,20 @@ def on_the_host(copies_class, queued):
 
 def simulated_copies(engine: str, step_while_waiting):
     """shoal's CUDA protocol over CPU tensors on a simulated device, and how a test queues a kernel
-    there: ``engine`` "torch" (_CudaCopies, its torch primitives simulated in Python) or "driver"
-    (_DriverCopies over shoal._native's simulated device)."""
+    there: ``engine`` "torch" (_CudaCopies, its torch primitives simulated in Python), "driver"
+    (_DriverCopies over shoal._native's simulated device) or "loaded-driver" (_DriverCopies over the
+    libcuda.so.1 this process loads: tests/test_cuda_driver.py's stand-in, whose copies run at once)."""
     from shoal import _native
     from shoal.handoff.torch_vector import _CudaCopies, _DriverCopies
 
-    if engine == "driver":
-        copier = _native.CudaCopier(0, simulated=True)
-        copies = on_the_host(_DriverCopies, copier.pending_simulated)(
-            torch, torch.device("cpu"), step_while_waiting, copier
-        )
-        copies.stream = lambda: 0
-        return copies, copier.launch_simulated, copier.pending_simulated
+    if engine in ("driver", "loaded-driver"):
+        simulated = engine == "driver"
+        copier = _native.CudaCopier(0, simulated=simulated)
+        queued = copier.pending_simulated if simulated else lambda: 0
+        copies = on_the_host(_DriverCopies, queued)(torch, torch.device("cpu"), step_while_waiting, copier)
+        copies.stream = lambda: 0x5000  # a stream handle the driver passes on
+        launch = copier.launch_simulated if simulated else lambda kernel: kernel()
+        return copies, launch, queued
     stream = SimulatedStream()
 
     class Simulated(on_the_host(_CudaCopies, lambda: stream.queue)):
