@@ -10,6 +10,9 @@ Per env, each case in a fresh process, repeats interleaved, medians reported:
   (d) the loop through shoal's hand-off: ``make(..., num_envs=2N, batch_size=N, device=...)``, recv,
       forward, send: the policy sees N rows per call while the other N envs step.
 The limit of the loop is the slower of (a) and (b): overlapped, the loop cannot beat either half.
+Diagnostic rows of (d) on request: other thread counts (--d-threads), the hand-off's copies through
+torch instead of the CUDA driver (--d-torch-copies), the N envs of (a) in two buffers of N/2 rows
+(--d-halves: no more envs than (a), twice the policy's calls).
 
 With CUDA the policy is a real torch MLP (obs -> 256 -> 256 -> actions, fp32) on the GPU. Elsewhere
 it is a GPU stand-in: a call that spends ``--cpu-share`` of the latency as caller CPU work (what
@@ -234,14 +237,17 @@ def run_case(spec: dict) -> dict:
             result["split"] = per_call_split({"policy": act, "step": env_step}, result["seconds"])
     else:
         handoff = "cpu" if device == "standin" else device
+        # 2 buffers of N rows (2N envs), or with "halves" the N envs of (a) in 2 buffers of N/2 rows
+        rows = n // 2 if spec.get("halves") else n
         with shoal.vector.make(
-            cls, backend="Multithreading", num_envs=2 * n, batch_size=n, seed=0, device=handoff, **options
+            cls, backend="Multithreading", num_envs=2 * rows, batch_size=rows, seed=0, device=handoff, **options
         ) as v:
             v.async_reset()
             result["threads"] = v.max_num_threads
             if device == "standin":
                 wait = None if spec.get("no_help") else v.step_while_waiting
-                policy = PolicyStandIn(spec["latency_s"], spec["cpu_s"], torch_free_actions(host_actions), wait)
+                actions = torch_free_actions(host_actions[:rows])
+                policy = PolicyStandIn(spec["latency_s"], spec["cpu_s"], actions, wait)
             else:
                 policy = policy_for(device)
                 if spec.get("no_help"):
@@ -266,7 +272,8 @@ def run_case(spec: dict) -> dict:
             inner = timing_waits(v._copies) if device != "standin" else None
             result["split"] = per_call_split({"recv": receive, "policy": act, "send": send}, result["seconds"], inner)
             result["pool"] = {k: v.pool_stats()[k] for k in ("chunks_by_caller", "chunks_by_workers", "parks")}
-    result["sps"] = n / result["seconds"]
+            result["rows"] = rows
+    result["sps"] = result.get("rows", n) / result["seconds"]  # rows a call steps
     return result
 
 
@@ -342,6 +349,11 @@ def main() -> None:
         action="store_true",
         help="diagnostic (CUDA): also run (d) with its copies and events through torch (SHOAL_CUDA_COPIES=torch)",
     )
+    parser.add_argument(
+        "--d-halves",
+        action="store_true",
+        help="diagnostic: also run (d) over N envs in 2 buffers of N/2 (the policy sees N/2 rows a call)",
+    )
     parser.add_argument("--cases", default="abcd", help="which cases to run (a diagnostic run of (d) alone: d)")
     parser.add_argument(
         "--no-help", action="store_true", help="diagnostic: (d) without the caller stepping envs while the GPU works"
@@ -382,12 +394,15 @@ def main() -> None:
             rows.append((f"d{t}", f"{CASE_NAMES['d']}, max_num_threads={t}", "d", t))
         if args.d_torch_copies:
             rows.append(("d-torch", f"{CASE_NAMES['d']}, copies through torch", "d", None))
+        if args.d_halves:
+            rows.append(("d-halves", "(d) with the N envs of (a) in 2 buffers of N/2", "d", None))
         base["no_help"] = args.no_help
         samples = {key: [] for key, *_ in rows}
         extra = {}
         for r in range(args.repeats):
             for key, label, case, threads in rows:
-                result = in_process({**base, "case": case, "threads": threads, "torch_copies": key == "d-torch"})
+                flags = {"torch_copies": key == "d-torch", "halves": key == "d-halves"}
+                result = in_process({**base, "case": case, "threads": threads, **flags})
                 samples[key].append(result["sps"])
                 extra[key] = result
                 print(f"  {name} repeat {r + 1}/{args.repeats} {label}: {result['sps']:,.0f} steps/s", flush=True)

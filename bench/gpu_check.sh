@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 41's GPU checks in one run on a lent device machine (Python 3.12 with torch, no network):
-# the hand-off's tests on CUDA, then bench_trainer (HalfCheetah-v5 512 envs, native cartpole 16384), its
-# (d) also with the copies through torch.
+# the hand-off's tests on CUDA, then bench_trainer (HalfCheetah-v5 512 envs, native cartpole 16384) with
+# two diagnostic rows of (d). About 7 minutes; the baseline (--fetch-wheels REV) adds about 2.
 #
 #   here, once:  bash bench/gpu_check.sh --fetch-wheels [REV]   (cp312 wheels of what the image lacks,
 #                into .whl/; with REV, also that commit's sources as the baseline to compare with)
@@ -65,9 +65,10 @@ timeout 240 python3 -m pytest -q -p no:cacheprovider -o addopts= tests/test_hand
     tail -15
 SHOAL_CUDA_COPIES=torch timeout 120 python3 -m pytest -q -p no:cacheprovider -o addopts= tests/test_handoff.py \
     -k cuda 2>&1 | tee "$out/tests_torch_copies.log" | tail -5
-# (d) again with the copies through torch: an A/B of the two engines, interleaved in the same run.
-timeout 420 python3 bench/bench_trainer.py --envs halfcheetah,cartpole --repeats 3 --seconds 0.6 --d-torch-copies \
-    2>&1 | tee "$out/trainer.md"
+# (d) again with the copies through torch (an A/B of the two paths, interleaved in the same run) and over
+# the N envs of (a) in two buffers of N/2.
+timeout 420 python3 bench/bench_trainer.py --envs halfcheetah,cartpole --repeats 3 --seconds 0.6 \
+    --d-torch-copies --d-halves 2>&1 | tee "$out/trainer.md"
 
 if [[ -f .whl/baseline.tar.gz ]]; then
     base=/tmp/shoal_baseline
