@@ -17,7 +17,8 @@ torch instead of the CUDA driver (--d-torch-copies), the N envs of (a) in two bu
 With CUDA the policy is a real torch MLP (obs -> 256 -> 256 -> actions, fp32) on the GPU. Elsewhere
 it is a GPU stand-in: a call that spends ``--cpu-share`` of the latency as caller CPU work (what
 kernel launches cost) and then waits for the latency with the GIL released, using no core; its
-latency is (a)'s step time, measured first in this run, so that the two halves are equal. In (d) it
+latency is (a)'s step time, measured first in this run, so that the two halves are equal (or
+``--latency-share`` of it: an env-bound loop, as HalfCheetah's on a GPU). In (d) it
 waits as the hand-off waits for a GPU's results (stepping envs of the buffer in flight meanwhile,
 ``step_while_waiting``); ``--no-help`` makes it sleep instead.
 
@@ -336,6 +337,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=1.0, help="timed seconds per sample")
     parser.add_argument("--device", default="auto", help="cuda, standin (the GPU stand-in), or auto")
     parser.add_argument("--cpu-share", type=float, default=0.2, help="stand-in caller CPU, share of its latency")
+    parser.add_argument(
+        "--latency-share",
+        type=float,
+        default=1.0,
+        help="stand-in latency, share of (a)'s step time (below 1: an env-bound loop, as HalfCheetah's on a GPU)",
+    )
     parser.add_argument("--num-envs", type=int, help="N (default: per env, larger with CUDA)")
     parser.add_argument("--threads", type=int, help="max_num_threads of (a) and (c) (default: shoal's)")
     parser.add_argument(
@@ -376,7 +383,7 @@ def main() -> None:
     info["policy"] = (
         "torch MLP obs->256->256->actions, fp32, on the GPU"
         if device != "standin"
-        else f"GPU stand-in: latency = (a)'s step time, caller CPU {args.cpu_share:.0%} of it"
+        else f"GPU stand-in: latency = {args.latency_share:g} x (a)'s step time, caller CPU {args.cpu_share:.0%} of it"
     )
     info["timed"] = f"about {args.seconds} s of steady loop per sample, after warm-up; each case its own process"
     lines, summary = [], []
@@ -386,7 +393,8 @@ def main() -> None:
         base = {"env": env, "num_envs": n, "device": device, "seconds": args.seconds, "threads": args.threads}
         if device == "standin":
             a = in_process({**base, "case": "a"})
-            base["latency_s"], base["cpu_s"] = a["seconds"], args.cpu_share * a["seconds"]
+            latency = args.latency_share * a["seconds"]
+            base["latency_s"], base["cpu_s"] = latency, args.cpu_share * latency
         # (key, row label, case, max_num_threads): (d) once with shoal's default threads, and again
         # for each count of --d-threads (a diagnostic of the thread budget).
         rows = [(c, CASE_NAMES[c], c, args.threads if c in "ac" else None) for c in CASES if c in args.cases]
