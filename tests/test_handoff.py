@@ -262,6 +262,53 @@ def test_without_torch_the_error_names_the_extra(monkeypatch):
         make(CartPole, backend="Multithreading", num_envs=4, device="cpu")
 
 
+@pytest.mark.parametrize("engine", ["driver", "torch"])
+@pytest.mark.parametrize(
+    "backend, options, constant",
+    [
+        ("Multithreading", {"num_envs": 16, "batch_size": 8, "max_num_threads": 2}, True),
+        (
+            "Multiprocessing",
+            {"num_envs": 6, "num_workers": 3, "batch_size": 4, "zero_copy": False, "overwork": True},
+            False,
+        ),
+    ],
+    ids=["fixed-ids", "ids-of-the-moment"],
+)
+def test_agent_ids_on_the_device_are_those_of_each_batch(backend, options, constant, engine, time_limit):
+    # Constant ids travel once per batch; a backend whose batches gather whichever workers are ready
+    # hands out other ids in one array, and each batch's must reach the device.
+    time_limit(60)
+    from shoal.handoff import TorchVector
+
+    vecenv = make(make_box_env if backend == "Multiprocessing" else CartPole, backend=backend, seed=3, **options)
+    assert vecenv.constant_agent_ids is constant
+    host_ids, device_ids = [], []
+    recv = vecenv.recv
+
+    def recv_keeping_the_ids():
+        batch = recv()
+        host_ids.append(batch[5].copy())
+        return batch
+
+    vecenv.recv = recv_keeping_the_ids
+    handed = TorchVector(vecenv, "cpu")
+    copies, launch, _ = simulated_copies(engine, None)
+    handed._copies = copies
+    actions = np.zeros(vecenv.action_space.shape, vecenv.action_space.dtype)
+    handed.async_reset(3)
+    for _ in range(30):
+        ids = handed.recv()[5]
+        launch(lambda t=ids: device_ids.append(t.numpy().copy()))  # a kernel reading the ids
+        handed.send(actions)
+    handed.close()
+    assert len(device_ids) == len(host_ids) == 30
+    for step, (got, expected) in enumerate(zip(device_ids, host_ids)):
+        np.testing.assert_array_equal(got, expected, err_msg=f"step {step}")
+    if not constant:
+        assert len({tuple(ids) for ids in host_ids}) > 1  # the batches did gather other workers
+
+
 def test_strided_host_arrays_are_copied_by_torch_beside_the_driver():
     from shoal.handoff.torch_vector import _Batch
 

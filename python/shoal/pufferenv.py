@@ -62,6 +62,7 @@ class PufferEnv:
         self.truncations = buf.truncations
         self.masks = buf.masks
         self.agent_ids = np.arange(self.num_agents)
+        self.constant_agent_ids = True  # recv() hands out these ids (or fixed slices of them)
         self.seed = seed
         self.infos: list = []
         self._order = CallOrder(type(self).__name__)

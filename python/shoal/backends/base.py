@@ -33,6 +33,8 @@ class VecEnv:
     box_actions = "pass"
     #: whether the backend builds Python env objects on this machine (make() counts their memory)
     python_envs_here: bool = False
+    #: whether the agent ids recv() returns for a batch never change (the torch hand-off copies them once)
+    constant_agent_ids: bool = False
 
     def __init__(
         self, env_creators, env_args, env_kwargs, num_envs: int, seed: int = 0, box_actions: str = "pass", **options

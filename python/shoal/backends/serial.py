@@ -60,6 +60,7 @@ class Serial(VecEnv):
             raise
         self.envs = self._runner.envs
         self.agent_ids = agent_id_range(0, self.num_agents)
+        self.constant_agent_ids = True
         self.observations, self.final_observations = buf.observations, buf.final_observations
         self._init_api()
 

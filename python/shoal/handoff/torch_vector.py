@@ -70,7 +70,7 @@ class _Batch:
     On a GPU the per-row columns (rewards, terminals, truncations, masks: 7 bytes a row) travel in one
     copy: gathered on the host into one page-locked staging array, split on the device by views."""
 
-    def __init__(self, torch, arrays: tuple, copies=None):
+    def __init__(self, torch, arrays: tuple, copies=None, constant_ids: bool = False):
         self.arrays = arrays  # kept: the identity check in recv() relies on these staying alive
         self.hosts = tuple(torch.from_numpy(a) for a in arrays)
         if copies is None:
@@ -91,6 +91,8 @@ class _Batch:
         )
         self.device_stage = copies.empty_on_device((7 * rows,), torch.uint8)
         self.upload_plan = None  # the driver's copies of this batch, made at its first upload (_DriverCopies)
+        self.constant_ids = constant_ids  # then they travel once, at the batch's first upload
+        self.ids_on_device = False
         d = self.device_stage
         self.device_tensors = (
             self.device_observations,
@@ -154,6 +156,7 @@ class TorchVector:
         self._action_shape = (vecenv.agents_per_batch, *action_shape(space))
         self._action_dtype = action_dtype(space)
         self._batches: dict[int, _Batch] = {}  # id(host observations) -> the batch's tensors
+        self._constant_ids = bool(getattr(vecenv, "constant_agent_ids", False))
         self._received = False  # final_observations exist once a batch has arrived
 
     # -- the vector API ------------------------------------------------------------------------------
@@ -238,7 +241,7 @@ class TorchVector:
         """The tensors of a batch of host arrays, made once per batch view the backend hands out."""
         if len(self._batches) >= _VIEWS_KEPT:
             self._batches.clear()
-        batch = _Batch(self._torch, arrays, self._copies)
+        batch = _Batch(self._torch, arrays, self._copies, self._constant_ids)
         self._batches[id(arrays[0])] = batch
         return batch
 
@@ -326,7 +329,9 @@ class _CudaCopies:
         copy = self.copy_async
         copy(batch.device_observations, hosts[0])
         copy(batch.device_stage, batch.stage)
-        copy(batch.device_agent_ids, hosts[4])
+        if not batch.ids_on_device:
+            copy(batch.device_agent_ids, hosts[4])
+            batch.ids_on_device = batch.constant_ids
 
     def upload_one(self, device_tensor, host_tensor) -> None:
         self.copy_async(device_tensor, host_tensor)
@@ -435,6 +440,9 @@ class _DriverCopies(_CudaCopies):
             super().upload(batch)
             return
         self._copier.upload(plan, self.stream())
+        if batch.constant_ids and not batch.ids_on_device:
+            self.upload_one(batch.device_agent_ids, batch.hosts[4])
+            batch.ids_on_device = True
 
     def _upload_plan(self, batch):
         """The native plan of a batch's upload, or False where its host arrays are not contiguous."""
@@ -448,8 +456,9 @@ class _DriverCopies(_CudaCopies):
         uploads = [
             (batch.device_observations.data_ptr(), address(observations), observations.nbytes),
             (batch.device_stage.data_ptr(), batch.stage.data_ptr(), batch.stage.numel()),
-            (batch.device_agent_ids.data_ptr(), address(agent_ids), agent_ids.nbytes),
         ]
+        if not batch.constant_ids:
+            uploads.append((batch.device_agent_ids.data_ptr(), address(agent_ids), agent_ids.nbytes))
         return _native.UploadPlan(gathers, uploads)
 
     def upload_one(self, device_tensor, host_tensor) -> None:

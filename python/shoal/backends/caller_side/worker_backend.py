@@ -98,6 +98,7 @@ class WorkerBackend(VecEnv):
         self._worker_rows = [slice(w * rows, (w + 1) * rows) for w in range(self.num_workers)]
         # Batches of any ready workers that are not an aligned block are copied into a batch buffer.
         self._copy_mode = (not self.zero_copy) and 1 < wpb < self.num_workers
+        self.constant_agent_ids = not self._copy_mode  # a copied batch's ids are its workers' of the moment
         if self._copy_mode:
             self._batch_buf = Buffers.allocate(
                 self.single_observation_space, self.single_action_space, self.agents_per_batch
