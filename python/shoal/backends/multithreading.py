@@ -85,7 +85,7 @@ class Multithreading(VecEnv):
         self.emulated = None
         self._schedule = schedule
         self.agent_ids = env.agent_ids
-        self.constant_agent_ids = True
+        self.constant_agent_ids = env.constant_agent_ids
         self.buf = env.buf
         self.observation_space = joint_space(self.single_observation_space, self.agents_per_batch)
         self.action_space = joint_space(self.single_action_space, self.agents_per_batch)

@@ -379,7 +379,7 @@ class _CudaCopies:
     def final_to_device(self, host: np.ndarray):
         """The final observations of the last batch (``host``, a buffer of the vector), copied as the
         batch is: asynchronously, into a device tensor kept for that buffer (overwritten by its next read)."""
-        key = (host.__array_interface__["data"][0], host.shape, host.dtype.str)
+        key = (address(host), host.shape, host.dtype.str)
         entry = self._finals.get(key)
         if entry is None:
             if not host.flags.c_contiguous or len(self._finals) >= _VIEWS_KEPT:
@@ -462,12 +462,12 @@ class _DriverCopies(_CudaCopies):
         return _native.UploadPlan(gathers, uploads)
 
     def upload_one(self, device_tensor, host_tensor) -> None:
-        size = host_tensor.numel() * host_tensor.element_size()
-        self._copier.host_to_device(device_tensor.data_ptr(), host_tensor.data_ptr(), size, self.stream())
+        self._copier.host_to_device(device_tensor.data_ptr(), host_tensor.data_ptr(), host_tensor.nbytes, self.stream())
 
     def download(self, host_tensor, device_tensor) -> None:
-        size = device_tensor.numel() * device_tensor.element_size()
-        self._copier.device_to_host(host_tensor.data_ptr(), device_tensor.data_ptr(), size, self.stream())
+        self._copier.device_to_host(
+            host_tensor.data_ptr(), device_tensor.data_ptr(), device_tensor.nbytes, self.stream()
+        )
 
 
 def address(array: np.ndarray) -> int:
