@@ -157,6 +157,7 @@ def cmd_bench(args, overrides) -> int:
     (out / "bench.md").write_text(table)
     title = (
         f"shoal bench: {config.env_name}, {n} envs per batch\n{info['cpu']}, {_native.physical_cores()} physical cores, "
+        f"{info['usable cpus (affinity and cgroup quota)']} usable CPUs, "
         f"load {info['load average (1 min) at start']}"
     )
     plotted = write_plot(ranked, out / "bench.png", title)

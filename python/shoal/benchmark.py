@@ -225,7 +225,7 @@ def system_info(extra: dict | None = None) -> dict:
     import gymnasium
 
     import shoal
-    from shoal import _native
+    from shoal import _native, cpus
 
     info = {
         "shoal": shoal.__version__,
@@ -235,6 +235,7 @@ def system_info(extra: dict | None = None) -> dict:
         "os": f"{platform.system()} {platform.release()}",
         "cpu": cpu_model(),
         "physical cores": _native.physical_cores(),
+        "usable cpus (affinity and cgroup quota)": cpus.usable_cpus(),
         "logical cpus": os.cpu_count(),
         "load average (1 min) at start": f"{os.getloadavg()[0]:.2f}",
     }

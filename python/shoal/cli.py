@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from . import __version__, _native
+from . import __version__, _native, cpus
 from .benchmark import Progress, cpu_model, random_actions
 from .config import RUN_OPTIONS, ConfigError, load, make_from_config, parse_value
 from .errors import APIUsageError, EnvError
@@ -56,6 +56,7 @@ def describe_vecenv(vecenv) -> dict:
         numpy=np.__version__,
         cpu=cpu_model(),
         physical_cores=_native.physical_cores(),
+        usable_cpus=cpus.usable_cpus(),
         logical_cpus=os.cpu_count(),
     )
     return desc

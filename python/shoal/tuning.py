@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import _native, benchmark
+from . import benchmark, cpus
 from .backends.registry import backend_options
 from .config import VEC_KEYS, Config, load, resolve_env
 from .errors import APIUsageError
@@ -43,7 +43,7 @@ def candidate_configs(
     """(label, [vec] settings) pairs applicable to the configured env. Each size is a batch: the rows a
     recv returns. ``pipelined`` adds, per size n, two buffers of n (num_envs = 2n, batch_size = n)."""
     creator = resolve_env(config)
-    cores = _native.physical_cores()
+    cores = cpus.physical_cores()
     sizes = sizes or [rows_per_call(config.vec) if pipelined else config.vec.get("num_envs", 1)]
     out = []
     if is_native_env(creator):

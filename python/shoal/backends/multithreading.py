@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import _native
+from .. import cpus
 from ..errors import APIUsageError
 from ..native import check_schedule, check_threads, native_env_class
 from ..seeding import check_seed
@@ -14,7 +14,7 @@ from .base import EnvLists, VecEnv
 def default_num_threads(num_envs: int, pipelined: bool = False) -> int:
     """Physical cores, capped by the number of envs; one fewer when pipelined, leaving the
     caller's core to the policy that runs while the driver steps."""
-    cores = _native.physical_cores() - (1 if pipelined else 0)
+    cores = cpus.physical_cores() - (1 if pipelined else 0)
     return max(1, min(cores, num_envs))
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ... import _native
+from ... import cpus
 from ...errors import APIUsageError
 from ...validation import check_integer
 
@@ -43,7 +43,7 @@ def worker_layout(
 ) -> WorkerLayout:
     """Validates the worker/batch layout with PufferLib 3.0's rules; errors name the numbers."""
     num_envs = check_integer(num_envs, "num_envs", 1)
-    cores = _native.physical_cores()
+    cores = cpus.physical_cores()
     if num_workers is None or num_workers == "auto":
         num_workers = min(cores, num_envs)
     num_workers = check_integer(num_workers, "num_workers", 1)
