@@ -260,7 +260,10 @@ def test_missing_ale_py_names_the_extra(monkeypatch):
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ale_py" else real(name, *a))
-    with pytest.raises(build.AtariError, match=r'pip install "shoal\[atari\]"'):
+    with pytest.raises(
+        build.AtariError,
+        match=r'pip install "ale-py==0\.12\.1" \(or, in shoal\'s source folder, pip install "\.\[atari\]"\)',
+    ):
         build.roms_dir()
 
 

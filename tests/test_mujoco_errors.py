@@ -32,7 +32,7 @@ def test_an_unknown_task_lists_the_available_ones():
 def test_missing_mujoco_names_the_extra(monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "mujoco" else real(name, *a))
-    with pytest.raises(shoal.mujoco.MujocoMissing, match=r'pip install "shoal\[mujoco\]"'):
+    with pytest.raises(shoal.mujoco.MujocoMissing, match=r'pip install "mujoco>=3\.1" .*pip install "\.\[mujoco\]"'):
         shoal.mujoco.env_class("HalfCheetah-v5")
 
 

@@ -449,7 +449,7 @@ def test_missing_ray_names_the_extra():
         try:
             make(lambda: gymnasium.make("CartPole-v1"), backend="Ray", num_envs=2, num_workers=2)
         except APIUsageError as error:
-            assert "shoal[ray]" in str(error), error
+            assert "pip install 'ray>=2.9'" in str(error) and "'.[ray]'" in str(error), error
         else:
             raise AssertionError("no error without ray")
     """,

@@ -163,8 +163,7 @@ def cmd_bench(args, overrides) -> int:
     plotted = write_plot(ranked, out / "bench.png", title)
     print(table)
     print(
-        f"wrote {out / 'bench.md'}"
-        + (f" and {out / 'bench.png'}" if plotted else " (no plot: pip install 'shoal[plot]' for matplotlib)")
+        f"wrote {out / 'bench.md'}" + (f" and {out / 'bench.png'}" if plotted else " (no plot: pip install matplotlib)")
     )
     return 0
 

@@ -209,11 +209,11 @@ def cmd_envs(args, overrides) -> int:
             print(f"  stats: {', '.join(info['stats'])}")
     from .mujoco import available
 
-    print(f"MuJoCo tasks ([env] name = mujoco:<id>; needs shoal[mujoco]): {', '.join(available())}")
+    print(f"MuJoCo tasks ([env] name = mujoco:<id>; needs pip install '.[mujoco]'): {', '.join(available())}")
     from .atari import AtariError, games
 
     try:
-        print(f"Atari games ([env] name = atari:<game>; needs shoal[atari]): {', '.join(games())}")
+        print(f"Atari games ([env] name = atari:<game>; needs pip install '.[atari]'): {', '.join(games())}")
     except AtariError as error:
         print(f"Atari games ([env] name = atari:<game>): {error}")
     return 0

@@ -79,7 +79,7 @@ def peer_builders(env_name: str, creator, num_envs: int) -> tuple[list[tuple[str
     if env_id is not None:
         envpool = optional_module("envpool")
         if envpool is None:
-            left_out.append("EnvPool: not installed (pip install 'shoal[bench]')")
+            left_out.append("EnvPool: not installed (pip install envpool)")
         elif env_id in envpool.list_all_envs():
             builders.append(
                 (f"EnvPool {env_id} T={_native.physical_cores()}", functools.partial(_envpool, env_id, num_envs))

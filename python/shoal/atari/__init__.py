@@ -4,7 +4,7 @@
     vecenv = shoal.vector.make(Pong, backend="Multithreading", num_envs=16)
 
 ALE is built at first use from the installed ale-py's source distribution and cached; the ROMs are
-ale-py's (``pip install "shoal[atari]"``). See AtariEnv for the options and presets.
+ale-py's (``pip install ".[atari]"`` from shoal's source folder). See AtariEnv for the options and presets.
 """
 
 from __future__ import annotations

@@ -76,8 +76,8 @@ def import_ray():
         if exc.name != "ray":
             raise
         raise APIUsageError(
-            "backend Ray needs the optional dependency ray: pip install 'shoal[ray]' "
-            f"(or pip install 'ray>=2.9'); importing it failed: {exc}"
+            "backend Ray needs the optional dependency ray: pip install 'ray>=2.9' "
+            f"(or, in shoal's source folder, pip install '.[ray]'); importing it failed: {exc}"
         ) from exc
     return ray
 

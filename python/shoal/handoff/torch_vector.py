@@ -35,7 +35,6 @@ from ..optional import optional_module
 from ..spaces import action_dtype, action_shape
 from .pinned import PinnedRegistry
 
-EXTRA = "torch"  # pip install "shoal[torch]"
 _VIEWS_KEPT = 64  # host batch views remembered by identity (backends reuse a few per vector)
 
 # The vector API attributes a TorchVector passes through unchanged.
@@ -57,8 +56,9 @@ def require_torch():
     torch = optional_module("torch")
     if torch is None:
         raise APIUsageError(
-            f'device=... hands batches over as torch tensors and needs PyTorch: pip install "shoal[{EXTRA}]" '
-            "(or any torch build for your accelerator)"
+            "device=... hands batches over as torch tensors and needs PyTorch: pip install torch (any build for "
+            "your accelerator; on a machine without a GPU the CPU build: pip install torch --index-url "
+            "https://download.pytorch.org/whl/cpu)"
         )
     return torch
 

@@ -4,7 +4,7 @@
     vecenv = shoal.vector.make(HalfCheetah, backend="Multithreading", num_envs=64)
 
 Each task is a C file (csrc/tasks/<task>.c) following Gymnasium's definitions, compiled at first use
-against the ``mujoco`` wheel's headers and ``libmujoco`` (``pip install "shoal[mujoco]"``) and cached.
+against the ``mujoco`` wheel's headers and ``libmujoco`` (``pip install ".[mujoco]"`` from shoal's source folder) and cached.
 See MujocoEnv for keywords, observations, rewards and infos.
 """
 

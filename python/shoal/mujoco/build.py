@@ -20,7 +20,10 @@ from ..native import builds, toolchain
 from .task import Task
 
 CSRC = Path(__file__).resolve().parent / "csrc"
-INSTALL_HINT = 'shoal.mujoco needs MuJoCo and Gymnasium\'s MuJoCo assets: pip install "shoal[mujoco]"'
+INSTALL_HINT = (
+    'shoal.mujoco needs MuJoCo and Gymnasium\'s MuJoCo assets: pip install "mujoco>=3.1" "gymnasium[mujoco]>=1.0" '
+    '(or, in shoal\'s source folder, pip install ".[mujoco]")'
+)
 # fp_contract off: no fused multiply-adds, so rewards round as Gymnasium's numpy arithmetic does.
 OPTIONS = toolchain.Options(
     optimize=2,
