@@ -160,9 +160,17 @@ void bind_vector(py::module_& m) {
              py::arg("schedule") = "static", py::arg("dynamic_chunk") = 0, py::arg("pin_threads") = false,
              py::arg("num_buffers") = 1, py::arg("box_actions") = "pass")
         .def(
-            "reset", [](V& v, uint64_t seed) { v.core.reset(seed); }, py::arg("seed"), released,
+            "reset",
+            [](V& v, uint64_t seed) {
+                with_signals([&](auto ask, void* context) {
+                    v.core.reset(seed, ask, context);
+                    return 0;
+                });
+            },
+            py::arg("seed"),
             "Seeds env i from env_seed(seed, i) and resets every env (GIL released); forgets an interrupted "
-            "step. Raises EnvError for env failures.")
+            "step or reset. Ctrl-C or abandon() stops it at an env boundary (the envs then refuse steps until "
+            "a reset runs to its end). Raises EnvError for env failures.")
         .def(
             "step",
             [](V& v) {

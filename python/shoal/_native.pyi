@@ -80,7 +80,7 @@ class Vector:
         """
     def reset(self, seed: typing.SupportsInt | typing.SupportsIndex) -> None:
         """
-        Seeds env i from env_seed(seed, i) and resets every env (GIL released); forgets an interrupted step. Raises EnvError for env failures.
+        Seeds env i from env_seed(seed, i) and resets every env (GIL released); forgets an interrupted step or reset. Ctrl-C or abandon() stops it at an env boundary (the envs then refuse steps until a reset runs to its end). Raises EnvError for env failures.
         """
     def set_num_threads(self, num_threads: typing.SupportsInt | typing.SupportsIndex) -> None:
         """

@@ -1,4 +1,5 @@
-// shoal/interrupt.hpp — stopping a step in flight at an env boundary (Ctrl-C, close() from another thread).
+// shoal/interrupt.hpp — stopping a step or reset in flight at an env boundary (Ctrl-C, close() from another
+// thread).
 //
 // Steps run with the GIL released, so Python runs no signal handler until they return: without
 // help a Ctrl-C would wait for the whole step. The pieces:
@@ -34,21 +35,36 @@ inline constexpr uint64_t kPieceNs = 5'000'000;
 /// Unpaced (short) steps measure their duration once in this many, to notice envs getting slow.
 inline constexpr unsigned kFastStepsPerCheck = 8;
 
-/// What every refusal after a stop says (the bindings may replace it by the Python exception).
+/// What every refusal after a stopped step says (the bindings may replace it by the Python exception).
 inline constexpr const char* kStoppedMessage =
     "a step of this vector was interrupted (Ctrl-C, a signal handler's exception or close()) before every env "
     "was stepped, so its envs are partly stepped: reset() it before stepping it again";
+/// What a stopped reset, and every refusal after it, says.
+inline constexpr const char* kResetStoppedMessage =
+    "a reset of this vector was interrupted (Ctrl-C, a signal handler's exception or close()) before every env "
+    "was reset, so its envs are partly reset: reset() it again before stepping it";
 
 /// "Abandon the step in flight": set by any thread, read where stepping threads take work. Read by
 /// every stepping thread, written once per stop: alone on its cache line.
 class alignas(detail::kCacheLine) StopRequest {
 public:
     void request() noexcept { requested_.store(true, std::memory_order_relaxed); }
-    void clear() noexcept { requested_.store(false, std::memory_order_relaxed); }
+    void clear() noexcept {
+        requested_.store(false, std::memory_order_relaxed);
+        cut_reset_.store(false, std::memory_order_relaxed);
+    }
     [[nodiscard]] bool requested() const noexcept { return requested_.load(std::memory_order_relaxed); }
+
+    /// The stop cut a reset, not a step: refusals say so until clear().
+    void cut_reset() noexcept { cut_reset_.store(true, std::memory_order_relaxed); }
+    /// What a refusal after the stop says.
+    [[nodiscard]] const char* refusal() const noexcept {
+        return cut_reset_.load(std::memory_order_relaxed) ? kResetStoppedMessage : kStoppedMessage;
+    }
 
 private:
     std::atomic<bool> requested_{false};
+    std::atomic<bool> cut_reset_{false};
 };
 
 /// The owner's question "stop?", asked at most every kStopPollNs from the thread that made it.

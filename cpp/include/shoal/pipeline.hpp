@@ -256,7 +256,7 @@ private:
     void refuse_if_stopped() {
         if (!stop_.requested()) return;
         drain();
-        throw UsageError(kStoppedMessage);
+        throw UsageError(stop_.refusal());
     }
 
     [[nodiscard]] bool reached(uint32_t target) const noexcept {

@@ -77,6 +77,7 @@ public:
         : spec_(spec),
           action_buffer_(static_cast<unsigned char*>(buffers.actions)),
           pacer_(stop_, num_envs),
+          reset_pacer_(stop_, num_envs),
           episodes_(num_envs),
           pin_threads_(options.pin_threads),
           box_actions_(options.box_actions) {
@@ -96,14 +97,26 @@ public:
     Vector(const Vector&) = delete;
     Vector& operator=(const Vector&) = delete;
 
-    /// Seeds and resets every env; forgets an interrupted step (and the episodes it counted).
-    void reset(uint64_t seed) {
+    /// Seeds and resets every env; forgets an interrupted step or reset (and the episodes it
+    /// counted). `ask` as for step(): a reset is paced and stopped as a step is (a seeded reset may
+    /// be slow: an Atari env reloads its ROM), and a stopped one throws UsageError
+    /// (kResetStoppedMessage); the vector then refuses steps until a reset runs to its end.
+    void reset(uint64_t seed, StopPoll::Ask ask = nullptr, void* context = nullptr) {
         Busy busy(*this);
         if (pipeline_) pipeline_->clear();  // no buffer may be stepping while every env resets
         stop_.clear();
         (void)episodes_.take();
-        auto body = [&](size_t begin, size_t end) { vec_->reset_range(begin, end, seed); };
+        StopPoll poll(stop_, ask ? ask : &never, context);
+        auto piece = [&](size_t begin, size_t end) { vec_->reset_range(begin, end, seed); };
+        auto body = [&](size_t begin, size_t end) { reset_pacer_.run(begin, end, piece); };
+        reset_pacer_.start(poll);
         pool_->parallel_for(vec_->num_envs(), body);
+        reset_pacer_.finish();
+        if (stop_.requested()) {
+            stop_.cut_reset();
+            if (vec_->any_failed()) (void)vec_->take_failures();  // the reset is redone, its failures too
+            throw UsageError(kResetStoppedMessage);
+        }
         raise_failures();
     }
 
@@ -116,7 +129,7 @@ public:
                   bool wide_actions = false) {
         Busy busy(*this);
         if (pipeline_) throw UsageError("this vector is pipelined; use submit() and wait()");
-        if (stop_.requested()) throw UsageError(kStoppedMessage);
+        if (stop_.requested()) throw UsageError(stop_.refusal());
         const size_t env_action_bytes = this->env_action_bytes();
         unsigned char* action_buffer = action_buffer_;
         StopPoll poll(stop_, ask ? ask : &never, context);
@@ -371,6 +384,7 @@ private:
     unsigned char* const action_buffer_;  // the caller's, every env's action rows
     StopRequest stop_;                    // outlives close(): abandon() may come from another thread any time
     Pacer pacer_;                         // how a synchronous step is cut into pieces that can stop
+    Pacer reset_pacer_;                   // and a reset (whose cost differs from a step's)
     EpisodeCounter episodes_;             // episodes ended in the synchronous step under way
     std::unique_ptr<EnvArray> vec_;
     std::unique_ptr<WorkerPool> pool_;

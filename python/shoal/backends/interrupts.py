@@ -71,6 +71,8 @@ def guarded(method):
 
 def interrupted_reason(call: str, exc: BaseException) -> str:
     """The sentence CallOrder puts before "call reset() ..." once ``call`` was interrupted by ``exc``."""
+    if "reset" in call:
+        return f"{call}() was interrupted by {type(exc).__name__} before every env was reset, so "
     return (
         f"{call}() was interrupted by {type(exc).__name__} with a step in flight; that step's results "
         "are discarded, so "

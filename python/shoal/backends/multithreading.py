@@ -33,7 +33,8 @@ class Multithreading(VecEnv):
 
     Ctrl-C during a long step (or recv) stops it at an env boundary within about 0.1 s, plus the
     step of any env that is running then (an env's own step cannot be interrupted); the vector then
-    refuses use until reset(). close() from another thread stops a step in flight the same way.
+    refuses use until reset(). close() from another thread stops a step in flight the same way. A
+    long reset (many seeded Atari resets) is stopped the same way, and the error names the reset.
     """
 
     def _build(

@@ -313,9 +313,15 @@ class NativeEnv(PufferEnv):
             order.state = IN_CALL
             _, self.infos = self.reset(seed)
             self._next = 0
-        finally:
+        except BaseException as exc:
             self._leave(READY_TO_RECV)
             self._in_use.release()
+            self._after_failed_call("async_reset", exc)
+            raise
+        self._leave(READY_TO_RECV)
+        self._in_use.release()
+        if order.closed:
+            self._closed_while("async_reset")
 
     @guarded
     def send(self, actions) -> None:
@@ -412,9 +418,9 @@ class NativeEnv(PufferEnv):
 
     def _closed_while(self, call: str) -> None:
         self._finish_deferred_close()
+        cut = "the reset under way is cut short" if "reset" in call else "the step in flight is discarded"
         raise APIUsageError(
-            f"{self._order.owner}: the vector env was closed (by another thread) while {call}() waited; "
-            "the step in flight is discarded"
+            f"{self._order.owner}: the vector env was closed (by another thread) while {call}() waited; {cut}"
         )
 
     def _finish_deferred_close(self) -> None:
