@@ -29,6 +29,8 @@ TIERS = [
     ("test_adapters.py::test_torchrl*rollout*", "integration", "imports TorchRL and runs its rollout"),
     ("test_worker_lifecycle.py::test_ctrl_c_anywhere_in_make*", "integration", "a child process per interrupt point"),
     ("test_ray.py::*", "integration", "starts Ray clusters"),
+    ("test_rllib.py::*", "integration", "trains RLlib's PPO on a Ray instance of its own"),
+    ("test_ray_cluster.py::*", "integration", "starts a simulated 3-node Ray cluster and breaks its nodes"),
     ("test_tiers.py::*", "integration", "collects the whole suite in fresh interpreters and reads every test's source"),
     # Ocean: a few tests on one or two envs (the bundled test tree's tiny ones, cartpole, squared)
     # stay fast; every other Ocean test, new files included, compiles Ocean envs.
@@ -61,7 +63,13 @@ def tier_of(nodeid: str) -> tuple[str, str]:
 # Under pytest-xdist with `--dist loadgroup` (CI's integration tier), the tests of one group run on one
 # worker, one after another: each file is its own group, so its module fixtures (CMake builds, clusters)
 # are made once; the files that start Ray instances share one group, so no two instances run at once.
-RAY_FILES = ("test_ray.py", "test_worker_fault_modes.py", "test_mujoco_actions.py")
+RAY_FILES = (
+    "test_ray.py",
+    "test_ray_cluster.py",
+    "test_worker_fault_modes.py",
+    "test_mujoco_actions.py",
+    "test_rllib.py",
+)
 
 
 def xdist_group_of(nodeid: str) -> str:

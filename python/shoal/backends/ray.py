@@ -42,7 +42,6 @@ their results can only precede the reset's, and none is read.
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import sys
 import time
@@ -55,13 +54,38 @@ from ..errors import APIUsageError, EnvError, WorkerError
 from ..native import check_threads, is_native_env, native_env_class
 from .base import EnvLists
 from .caller_side.faults import CLOSE_TIMEOUT_S, MIN_ACTOR_START_S, creation_timeout
+from .caller_side.ray_data_path import RayDataPath
 from .caller_side.ray_session import Actors, connect
 from .caller_side.worker_backend import WorkerBackend
 from .closing import BoundedClose, raise_failures
 from .interrupts import guarded, signals_held
+from .ray_placement import (
+    SETTLE_S,
+    Plan,
+    WorkerNode,
+    actor_strategy,
+    check_actor_options,
+    check_exclude_driver_node,
+    check_placement,
+    cluster_nodes,
+    node_strategy,
+    node_table,
+    not_enough,
+    plan_cpus,
+    reserve,
+)
+from .ray_recovery import (
+    ATTEMPTS,
+    BACKOFF_S,
+    HEARTBEAT_AFTER_S,
+    Heartbeat,
+    NodeHistory,
+    no_room,
+    replacement_node,
+)
 from .wire.blocks import block_buffers
 from .wire.messages import Failure
-from .worker_side.ray_actor import actor_class
+from .worker_side.ray_actor import HEALTH_GROUP, actor_class
 
 # Granularity of the caller's waits on in-flight results (Ray itself reports actor deaths).
 WAIT_S = 1.0
@@ -105,6 +129,9 @@ class Ray(WorkerBackend):
         max_num_threads=None,
         timeout: float | None = None,
         on_worker_failure: str = "raise",
+        placement: str = "spread",
+        exclude_driver_node: bool = False,
+        ray_actor_options: dict | None = None,
         **worker_options,
     ) -> None:
         env_creators, env_args, env_kwargs = envs
@@ -129,6 +156,9 @@ class Ray(WorkerBackend):
                 f"{getattr(env_creators[0], '__name__', env_creators[0])!r}"
             )
         self.ray_address = ray_address
+        self.placement = check_placement(placement)
+        self.exclude_driver_node = check_exclude_driver_node(exclude_driver_node)
+        self._actor_options = check_actor_options(ray_actor_options)
 
         ray = self._ray = import_ray()
         from ray.exceptions import GetTimeoutError, RayActorError, RayError
@@ -141,11 +171,14 @@ class Ray(WorkerBackend):
         self._finalizer = weakref.finalize(self, actors.shutdown)
         try:
             actors.connected = connect(ray, ray_address)
-            num_threads, cpus = self._plan_cpus(ray, max_num_threads)
-            self.max_num_threads = num_threads if self.native else None
-            self._host = actor_class(ray).options(
-                num_cpus=cpus, max_restarts=0, max_task_retries=0, scheduling_strategy="SPREAD"
-            )
+            full_sync = self.workers_per_batch == self.num_workers
+            self._data_path = RayDataPath(ray, shape.observation_space, shape.action_space, self.num_agents, self.num_workers, full_sync)
+            plan = self._plan = self._plan_cpus(ray, max_num_threads)
+            actors.placement_group = plan.placement_group
+            self.max_num_threads = max(plan.threads) if self.native else None
+            self.worker_threads = list(plan.threads) if self.native else None
+            self._history = NodeHistory()  # failures per node: replacements go elsewhere
+            self._heartbeat = Heartbeat(ray)
             caller_path = [os.path.abspath(p) for p in sys.path if p]
             # What each actor is built from, kept: a restart builds the actor again. The slices are
             # pickled here, so the actor can extend its import path before it unpickles.
@@ -154,49 +187,74 @@ class Ray(WorkerBackend):
                     envs.pickled("backend Ray needs picklable env creators"),
                     caller_path,
                     self.native,
-                    num_threads,
+                    plan.threads[w],
                     shape,
                     self._emulate,
                     rows,
+                    self._data_path.rows_spec,
+                    w * rows,
                 )
-                for envs in self._env_slices(env_creators, env_args, env_kwargs)
+                for w, envs in enumerate(self._env_slices(env_creators, env_args, env_kwargs))
             ]
-            for args in self._actor_args:
-                actors.handles.append(self._host.remote(*args))
+            for w, args in enumerate(self._actor_args):
+                actors.handles.append(self._host(w).remote(*args))
             self._handles = actors.handles
             self.worker_pids, self.worker_hosts = [0] * self.num_workers, [""] * self.num_workers
+            self.worker_nodes = [WorkerNode("", "")] * self.num_workers
             self._set_internal_envs(self._await_ready(list(range(self.num_workers))))
         except BaseException:
             with signals_held():  # a second interrupt does not cut the teardown short
                 self._finalizer()
                 driver.close()
             raise
-        self.buf = Buffers.allocate(self.single_observation_space, self.single_action_space, self.num_agents)
+        self.buf = self._data_path.buf  # the rows actors on this node step in (caller_side/ray_data_path.py)
         self._refs: list = [None] * self.num_workers  # in-flight call of each actor
         self._blocks: list = [None] * self.num_workers
         self._init_batches()
 
     # -- construction helpers ----------------------------------------------------------------------
 
-    def _plan_cpus(self, ray, max_num_threads) -> tuple[int, float]:
-        """(threads per actor, CPUs each actor asks Ray for); checks the cluster has them."""
-        total = ray.cluster_resources().get("CPU", 0.0)
-        if self.native and max_num_threads in (None, "auto"):
-            max_num_threads = max(1, min(int(total // self.num_workers), self.envs_per_worker))
-        threads = max_num_threads if self.native else 1
-        cpus = float(max(1, threads))
-        if self.num_workers * cpus > total:
-            if not self.overwork:
-                raise APIUsageError(
-                    f"num_workers ({self.num_workers}) x {cpus:g} CPU(s) per actor "
-                    f"{'(max_num_threads) ' if self.native else ''}> the Ray cluster's "
-                    f"{total:g} CPUs. Use fewer workers or threads, or set overwork=True "
-                    "to share the CPUs out."
+    def _plan_cpus(self, ray, max_num_threads) -> Plan:
+        """Each actor's CPUs and threads, reserved in one placement group (unless the user's
+        scheduling_strategy places the actors); an APIUsageError with the node table if they do not fit."""
+        threads = None if self.native and max_num_threads in (None, "auto") else (max_num_threads if self.native else 1)
+        deadline = time.monotonic() + SETTLE_S
+        while True:
+            nodes = cluster_nodes(ray)
+            fit = plan_cpus(
+                nodes,
+                self.num_workers,
+                threads,
+                self.envs_per_worker,
+                self.placement,
+                self.exclude_driver_node,
+                self.overwork,
+            )
+            if fit is not None:
+                break
+            if time.monotonic() >= deadline:  # CPUs a closed vector held are free within a moment
+                raise not_enough(
+                    self.num_workers, threads, self.native, self.placement, self.exclude_driver_node, nodes
                 )
-            share = total / self.num_workers
-            # Ray takes fractions below one CPU (to 1e-4) and whole numbers above.
-            cpus = math.floor(share * 1e4) / 1e4 if share < 1 else float(math.floor(share))
-        return threads, cpus
+            time.sleep(0.25)
+        self._addresses = {n.node_id: n.address for n in nodes}
+        cpus, per_actor, where = fit
+        if "scheduling_strategy" in self._actor_options:
+            return Plan(cpus, per_actor)  # the user's strategy places the actors
+        return Plan(cpus, per_actor, reserve(ray, cpus, where, self.placement, self._actor_options, nodes))
+
+    def _host(self, w: int, strategy=None):
+        """The actor class with actor w's options: its CPUs, its bundle (or ``strategy``), the user's options."""
+        plan = self._plan
+        if strategy is None and plan.placement_group is not None:
+            strategy = actor_strategy(plan, w)
+        options = {**self._actor_options, "num_cpus": plan.cpus[w], "max_restarts": 0, "max_task_retries": 0}
+        if strategy is not None:
+            options["scheduling_strategy"] = strategy
+        try:
+            return actor_class(self._ray).options(**options)
+        except (ValueError, TypeError) as exc:
+            raise APIUsageError(f"Ray refused the actor options {self._actor_options}: {exc}") from exc
 
     def _await_ready(self, workers: list[int]) -> list[int]:
         """The handshake, at construction and for a replacement: waits for the actors of ``workers``
@@ -214,16 +272,17 @@ class Ray(WorkerBackend):
                     self._kill(w)
             raise WorkerError(
                 f"{len(refs) - len(ready)} of {len(refs)} Ray actors had not built their envs within the "
-                f"creation limit ({limit:g} s) and were killed (the cluster's available resources: "
-                f"{ray.available_resources()}); other work may hold its CPUs"
+                f"creation limit ({limit:g} s) and were killed; the cluster's nodes now:\n"
+                f"{node_table(cluster_nodes(ray))}"
             )
         counts = []
         for w, ref in zip(workers, refs):
             try:
-                pid, host, count, failure = ray.get(ref)
+                pid, host, count, failure, node_id = ray.get(ref)
             except self._RayError as exc:
                 raise WorkerError(f"Ray actor {w} died while creating envs {self._env_range(w)}: {exc}") from exc
             self.worker_pids[w], self.worker_hosts[w] = pid, host
+            self.worker_nodes[w] = WorkerNode(node_id, self._address_of(node_id))
             counts.append(self._ready_count(w, self._origin(w), count, failure))
         return counts
 
@@ -234,8 +293,8 @@ class Ray(WorkerBackend):
         for i, w in enumerate(self._batch):
             worker_actions = shared[self._worker_rows[w]]
             np.copyto(worker_actions, actions[i * rows : (i + 1) * rows], casting="unsafe")
-            # Ray serializes the arguments inside .remote(), so the rows may be reused right away.
-            self._dispatch(w, self._handles[w].step.remote(worker_actions))
+            # Ray serializes the actions as the call starts, so the rows may be reused right away.
+            self._dispatch(w, self._data_path.step(w, self._handles[w], worker_actions))
 
     @guarded
     def recv(self):
@@ -253,6 +312,11 @@ class Ray(WorkerBackend):
     def _unpack(self, w: int, dst: Buffers, rows: slice) -> None:
         """Copies actor w's block (a read-only view of Ray's object store) into rows of dst."""
         block, self._blocks[w] = self._blocks[w], None
+        if block is None:  # the actor stepped in this process's rows
+            if dst is not self.buf:
+                for name in RESULT_FIELDS:
+                    np.copyto(getattr(dst, name)[rows], getattr(self.buf, name)[self._worker_rows[w]])
+            return
         src = block_buffers(block, self.single_observation_space, self.single_action_space, self.rows_per_worker)[0]
         for name in RESULT_FIELDS:
             np.copyto(getattr(dst, name)[rows], getattr(src, name))
@@ -270,9 +334,15 @@ class Ray(WorkerBackend):
 
     def _next_batch(self) -> list[int]:
         ray = self._ray
+        if self._busy and self._data_path.is_graph_ref(self._refs[self._busy[0]]):
+            for w in list(self._busy):  # full sync through compiled graphs: each actor's result in turn
+                self._complete(w, self._get_one(w))
         if self.workers_per_batch == self.num_workers and len(self._busy) == self.num_workers and self.timeout is None:
-            # Full sync: one ray.get for every actor (a dead actor's result is its error).
-            self._collect(list(self._busy), ray.get)
+            # Full sync: one ray.get for every actor once all are in (a dead actor's result is its
+            # error); calls still out after HEARTBEAT_AFTER_S go through the loop, which checks liveness.
+            refs = [self._refs[w] for w in self._busy]
+            if len(ray.wait(refs, num_returns=len(refs), timeout=HEARTBEAT_AFTER_S)[0]) == len(refs):
+                self._collect(list(self._busy), ray.get)
         while True:
             if self._busy and self._watch.due():
                 self._check_in_flight()  # even while the other actors keep answering
@@ -301,9 +371,17 @@ class Ray(WorkerBackend):
         return bool(done)
 
     def _fail_late(self) -> None:
+        """Fails an actor past its deadline, else one that did not answer a liveness check."""
         late = self._deadlines.late(self._busy)
         if late is not None:
             self._complete(late[0], self._late(late[0]))
+            return
+        silent = self._heartbeat.silent(self._busy, self._deadlines.started, self._ping)
+        if silent is not None:
+            self._complete(silent, self._failed_result(silent, self._heartbeat.reason()))
+
+    def _ping(self, w: int):
+        return self._handles[w].ping.options(concurrency_group=HEALTH_GROUP).remote()
 
     def _collect(self, workers: list[int], get) -> None:
         """Moves finished actors from busy to ready with their results; raises their failures."""
@@ -330,14 +408,15 @@ class Ray(WorkerBackend):
             raise failure.step_error(w, self._env_range(w), self._origin(w))
 
     def _origin(self, w: int) -> str:
-        return f"Ray actor {w} (pid {self.worker_pids[w]} on {self.worker_hosts[w]})"
+        node = self.worker_nodes[w]
+        return f"Ray actor {w} (pid {self.worker_pids[w]} on {self.worker_hosts[w]}, node {node.node_id[:12]} at {node.address})"
 
     def _get_one(self, w: int):
         timeout = None
         if self.timeout is not None:
             timeout = max(0.0, self._deadlines.started[w] + self.timeout - time.monotonic())
         try:
-            return self._ray.get(self._refs[w], timeout=timeout)
+            return self._data_path.get(w, self._refs[w], timeout)
         except self._GetTimeoutError:
             return self._late(w)
         except self._RayActorError as exc:
@@ -374,10 +453,36 @@ class Ray(WorkerBackend):
         with contextlib.suppress(Exception):  # already gone
             self._ray.kill(self._handles[w], no_restart=True)
 
+    def _address_of(self, node_id: str) -> str:
+        if node_id not in self._addresses:
+            self._addresses.update((n["NodeID"], n.get("NodeManagerAddress", "?")) for n in self._ray.nodes())
+        return self._addresses.get(node_id, "?")
+
     def _replace(self, w: int) -> None:
+        """A new actor for worker w on a healthy node (ray_recovery.py), retried elsewhere after a back-off."""
         self._kill(w)
-        self._handles[w] = self._host.remote(*self._actor_args[w])
-        self._await_ready([w])
+        self._history.failed(self.worker_nodes[w].node_id)
+        cpus, error = self._plan.cpus[w], None
+        for attempt in range(ATTEMPTS):
+            if attempt:
+                time.sleep(BACKOFF_S[min(attempt - 1, len(BACKOFF_S) - 1)])
+            nodes = cluster_nodes(self._ray)
+            node = replacement_node(nodes, self._history, cpus)
+            if node is None:
+                raise WorkerError(
+                    no_room(w, cpus, nodes, self._history) + (f"\nlast attempt: {error}" if error else "")
+                )
+            self._addresses[node.node_id] = node.address
+            self.worker_nodes[w] = WorkerNode(node.node_id, node.address)
+            self._handles[w] = self._host(w, node_strategy(node.node_id)).remote(*self._actor_args[w])
+            try:
+                self._await_ready([w])
+                return
+            except WorkerError as exc:  # the actor died or did not start there: that node is suspect too
+                self._kill(w)
+                self._history.failed(node.node_id)
+                error = exc
+        raise WorkerError(f"{ATTEMPTS} replacement attempts failed, each on another node; the last: {error}")
 
     def _reset_replacement(self, w: int, seed: int, reason: str):
         try:
@@ -398,8 +503,10 @@ class Ray(WorkerBackend):
         # An actor runs its calls in order, so a reset sent now lands after anything in flight;
         # forgetting the old calls' references drops their results.
         self._busy, self._refs, self._needs_resync = [], [None] * self.num_workers, False
+        self._data_path.actors_changed()  # graphs torn down: no step of theirs runs beside the reset
 
     def _close(self) -> None:
         driver = BoundedClose("driver env", self.driver_env)  # closes while the actors do
         failures = self._finalizer() or []
+        self._data_path.close()
         raise_failures(type(self).__name__, failures + driver.wait(CLOSE_TIMEOUT_S))

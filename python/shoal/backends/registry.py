@@ -7,6 +7,7 @@ and no backend imports the modules that dispatch to it.
 from __future__ import annotations
 
 import importlib
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -17,6 +18,8 @@ from ..spaces import BOX_ACTIONS, check_box_actions
 from ..validation import check_bool, check_integer
 from .caller_side.deadlines import FAILURE_POLICIES, check_on_worker_failure, check_timeout
 from .caller_side.env_split import WORKER_OPTIONS as WORKER_DEFAULTS
+from .caller_side.restart import RESTART_OPTIONS, check_max_restarts, check_restart_window
+from .ray_placement import PLACEMENTS, check_actor_options, check_exclude_driver_node, check_placement
 from .start_methods import START_METHODS, check_start_method
 
 
@@ -64,7 +67,14 @@ def _seconds_text(text: str):
         return text
 
 
-_TEXT_PARSERS = {"int": _int_text, "bool": _bool_text, "seconds": _seconds_text, "text": str}
+def _json_text(text: str):
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text  # the check names it
+
+
+_TEXT_PARSERS = {"int": _int_text, "bool": _bool_text, "seconds": _seconds_text, "text": str, "json": _json_text}
 
 
 def _auto_or(check):
@@ -119,6 +129,23 @@ FAULTS = (
         check_on_worker_failure,
         "raise: WorkerError and the vector closes; restart: replace the worker and reset its envs",
         " | ".join(FAILURE_POLICIES),
+    ),
+    Option(
+        "max_restarts",
+        RESTART_OPTIONS["max_restarts"],
+        "int",
+        check_max_restarts,
+        "under restart: replacements of one worker allowed within restart_window; one more failure is "
+        "WorkerError (replacements after the first within the window wait 0.1 s, doubling, at most 2 s)",
+        "integer >= 0",
+    ),
+    Option(
+        "restart_window",
+        RESTART_OPTIONS["restart_window"],
+        "seconds",
+        check_restart_window,
+        "the sliding window, in seconds, over which max_restarts counts; none = the vector's life",
+        "seconds > 0 | none",
     ),
 )
 THREADS = Option(
@@ -205,6 +232,30 @@ OPTIONS: dict[str, tuple[Option, ...]] = {
         ),
         THREADS,
         *FAULTS,
+        Option(
+            "placement",
+            "spread",
+            "text",
+            check_placement,
+            "actors over nodes: spread = evenly, pack = fewest nodes, strict_spread = one per node",
+            " | ".join(PLACEMENTS),
+        ),
+        Option(
+            "exclude_driver_node",
+            False,
+            "bool",
+            check_exclude_driver_node,
+            "no actor on the node of the process that calls make()",
+            "true | false",
+        ),
+        Option(
+            "ray_actor_options",
+            None,
+            "json",
+            check_actor_options,
+            "options of every actor (resources, runtime_env, label_selector, scheduling_strategy ...)",
+            "a dict (JSON in config.ini)",
+        ),
     ),
 }
 

@@ -1,0 +1,96 @@
+"""Where a Ray actor's replacement goes: away from the nodes that failed.
+
+A node where an actor died or went silent is kept out of replacements for ``QUARANTINE_S`` (Ray may
+list a killed or frozen node as alive for tens of seconds, and would schedule onto it). A
+replacement goes to an alive node outside that list with the CPUs it needs free, the least-failed
+first, then the one with most free CPUs; an attempt that fails there marks that node too, and the
+next attempt, after a back-off, goes elsewhere. The attempts end with a WorkerError that names the
+nodes and their failures.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+
+from .ray_placement import Node, node_table
+
+QUARANTINE_S = 60.0
+ATTEMPTS = 3  # replacement attempts per failure, each on another node
+BACKOFF_S = (0.5, 1.0, 2.0)  # the wait before the second, third ... attempt
+
+
+class NodeHistory:
+    """When actors failed on each node (monotonic times)."""
+
+    def __init__(self, quarantine_s: float = QUARANTINE_S):
+        self.quarantine_s = quarantine_s
+        self.failures: dict[str, list[float]] = defaultdict(list)
+
+    def failed(self, node_id: str | None) -> None:
+        if node_id:
+            self.failures[node_id].append(time.monotonic())
+
+    def recent(self, node_id: str) -> bool:
+        times = self.failures.get(node_id, ())
+        return bool(times) and time.monotonic() - times[-1] < self.quarantine_s
+
+    def count(self, node_id: str) -> int:
+        return len(self.failures.get(node_id, ()))
+
+    def describe(self) -> str:
+        return ", ".join(f"{node[:12]}: {len(times)}" for node, times in self.failures.items()) or "none"
+
+
+def replacement_node(nodes: list[Node], history: NodeHistory, cpus: float) -> Node | None:
+    """The alive node a replacement needing ``cpus`` should go to, or None if no healthy one has room."""
+    healthy = [n for n in nodes if not history.recent(n.node_id) and n.free_cpus + 1e-9 >= cpus]
+    if not healthy:
+        return None
+    return min(healthy, key=lambda n: (history.count(n.node_id), -n.free_cpus))
+
+
+def no_room(w: int, cpus: float, nodes: list[Node], history: NodeHistory) -> str:
+    return (
+        f"no healthy node has {cpus:g} free CPU(s) for worker {w}'s replacement (nodes where an actor "
+        f"failed in the last {history.quarantine_s:g} s are avoided; failures per node: {history.describe()}):\n"
+        f"{node_table(nodes)}"
+    )
+
+
+# A call in flight this long gets a liveness check; an actor that does not answer one within
+# HEARTBEAT_LIMIT_S is lost (a frozen node answers nothing; Ray itself notices it only after ~60 s).
+HEARTBEAT_AFTER_S = 1.0
+HEARTBEAT_LIMIT_S = 5.0
+
+
+class Heartbeat:
+    """Liveness checks of actors whose call has been in flight a while (``ping`` on the actor's own
+    health thread, so a long step still answers)."""
+
+    def __init__(self, ray, limit_s: float = HEARTBEAT_LIMIT_S):
+        self.ray = ray
+        self.limit_s = limit_s
+        self.pings: dict[int, tuple[object, float]] = {}  # worker -> (its pending ping, when sent)
+
+    def silent(self, busy, started: list[float], ping) -> int | None:
+        """The first worker of ``busy`` whose ping went unanswered for ``limit_s``; pings those in
+        flight for HEARTBEAT_AFTER_S that have none pending (``ping(w)`` sends one)."""
+        now = time.monotonic()
+        for w in list(self.pings):
+            if w not in busy:
+                del self.pings[w]
+        for w in busy:
+            if w in self.pings:
+                ref, sent = self.pings[w]
+                if self.ray.wait([ref], timeout=0)[0]:
+                    del self.pings[w]  # answered: the next one after another period
+                elif now - sent >= self.limit_s:
+                    del self.pings[w]
+                    return w
+            elif now - started[w] >= HEARTBEAT_AFTER_S:
+                self.pings[w] = (ping(w), now)
+        return None
+
+    def reason(self) -> str:
+        return f"did not answer a liveness check within {self.limit_s:g} s (its node may be frozen or unreachable)"
