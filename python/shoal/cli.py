@@ -348,9 +348,10 @@ def build_parser() -> argparse.ArgumentParser:
     checker.add_argument("--steps", type=int, default=1000, help="random-action steps (default 1000)")
     checker.add_argument("--num-envs", type=int, help="envs (default: [vec] num_envs, at most 8)")
     checker.set_defaults(func=cmd_check)
-    from . import bench_command, tuning
+    from . import bench_command, build_command, tuning
 
     bench_command.add_commands(sub)
+    build_command.add_commands(sub)
     tuning.add_commands(sub)
     return parser
 

@@ -1,10 +1,11 @@
 """Builds ALE at first use from the source distribution of the installed ale-py, and shoal's Atari env on it.
 
 ALE (the Arcade Learning Environment) is ale-py's own C++: the installed ``ale-py`` package names the
-version, pip fetches that version's source distribution from the package registry (nothing else is
-downloaded, nothing is vendored into shoal), and its ``src/ale`` is compiled once into a static archive,
-cached by version, compiler and flags like the Ocean and MuJoCo builds. The env library
-(csrc/shoal_atari.cpp) links that archive and zlib. The ROMs are the installed package's own files.
+version, that version's source distribution is downloaded from the package index and verified against
+its SHA-256 (sdist.py: nothing else is downloaded, nothing installed, nothing vendored into shoal), and
+its ``src/ale`` is compiled once into a static archive, cached by version, compiler, flags and the
+sdist's SHA-256 like the Ocean and MuJoCo builds (so a finished build needs no sdist). The env library
+(csrc/) links that archive and zlib. The ROMs are the installed package's own files.
 """
 
 from __future__ import annotations
@@ -15,15 +16,14 @@ import importlib.util
 import os
 import shutil
 import subprocess
-import sys
 import tarfile
-import tempfile
 from pathlib import Path
 
 import shoal
 
 from ..errors import APIUsageError
-from ..native import builds, toolchain
+from ..native import builds, progress, toolchain
+from . import sdist
 
 CSRC = Path(__file__).resolve().parent / "csrc"
 INSTALL_HINT = (
@@ -68,33 +68,39 @@ def cache_root() -> Path:
     return builds.cache_dir() / "atari"
 
 
+def sdist_folder() -> Path:
+    """The cache's folder of verified sdists (private, as the cache is)."""
+    root = builds.private_folder(cache_root(), AtariError)
+    return builds.private_folder(root / "sdist", AtariError)
+
+
 def cxx_compiler() -> str:
     """The C++ compiler: $CXX, else c++ (ALE is C++)."""
     return os.environ.get("CXX") or "c++"
 
 
-def source_distribution(version: str) -> Path:
-    """ale-py's sdist for ``version``, fetched with pip from the package registry once, then cached."""
-    folder = cache_root() / "sdist"
-    found = sorted(folder.glob(f"ale_py-{version}.tar.gz"))
-    if found:
-        return found[0]
-    folder.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=folder) as download:
-        command = [sys.executable, "-m", "pip", "download", f"ale-py=={version}", "--no-binary", "ale-py"]
-        command += ["--no-deps", "--quiet", "-d", download]
-        result = subprocess.run(command, capture_output=True, text=True, timeout=600)
-        archives = list(Path(download).glob("ale_py-*.tar.gz"))
-        if result.returncode != 0 or not archives:
-            output = (result.stdout + result.stderr).strip()[-2000:]
-            raise AtariError(
-                f"shoal.atari builds ALE from ale-py {version}'s source distribution, and pip could not fetch it "
-                f"({' '.join(command[2:])}):\n{output}\nWith no access to the package registry, put "
-                f"ale_py-{version}.tar.gz into {folder}"
-            )
-        final = folder / archives[0].name
-        os.replace(archives[0], final)
-    return final
+def sdist_sha256(version: str) -> str:
+    """The SHA-256 ale-py ``version``'s sdist must have (pinned or recorded; else the index's)."""
+    try:
+        known = sdist.known_sha256(version, sdist_folder())
+    except ValueError as error:
+        raise AtariError(str(error)) from None
+    if known is not None:
+        return known
+    try:
+        return sdist.published(version)[1]
+    except (OSError, LookupError, ValueError) as failure:
+        raise AtariError(
+            f"shoal.atari cannot verify ale-py {version}'s source distribution: its sha256 is not pinned in "
+            f"shoal, none was recorded, and {sdist.index_url()} did not give it ({failure}). Set "
+            f"${sdist.HASH_ENV} to the sha256 of {sdist.filename(version)}"
+        ) from None
+
+
+def source_distribution(version: str, sha256: str) -> Path:
+    """ale-py's sdist for ``version``, verified against ``sha256``: the cached one, else downloaded."""
+    folder = sdist_folder()
+    return sdist.verified(version, folder, sha256, AtariError) or sdist.fetch(version, folder, sha256, AtariError)
 
 
 def _version_header(version: str) -> str:
@@ -109,6 +115,13 @@ def _version_header(version: str) -> str:
 
 def _extract_ale(archive: Path, into: Path) -> Path:
     """src/ale of the sdist, under into/src/ale; returns into/src (the include root: "ale/...")."""
+    try:
+        return _extract_members(archive, into)
+    except (tarfile.TarError, EOFError, OSError) as failure:
+        raise AtariError(f"cannot read ALE's sources from {archive}: {failure}") from None
+
+
+def _extract_members(archive: Path, into: Path) -> Path:
     with tarfile.open(archive) as tar:
         members = [m for m in tar.getmembers() if "/src/ale/" in m.name and (m.isfile() or m.isdir())]
         if not members:
@@ -121,37 +134,47 @@ def _extract_ale(archive: Path, into: Path) -> Path:
 
 
 def _compile_all(commands: list[list[str]], cwd: Path, what: str) -> None:
-    """Runs the compile commands on every CPU; the first failure is an AtariError with its output."""
+    """Runs the compile commands, as many at once as this process may use CPUs; the first failure is an
+    AtariError with its output."""
 
     def run(command):
         return command, subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=900)
 
+    report = progress.current()
+    report.phase(f"compiling {what}", total=len(commands))
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=builds.compile_jobs())
     try:
-        with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-            for command, result in pool.map(run, commands):
-                if result.returncode != 0:
-                    output = (result.stdout + result.stderr).strip()[-3000:]
-                    if "zlib.h" in output:
-                        output += "\nALE needs zlib's headers: apt install zlib1g-dev (Debian, Ubuntu), dnf install zlib-devel"
-                    raise AtariError(
-                        f"compiling {what} failed ({' '.join(command[:3])} ... exit {result.returncode}):\n{output}"
+        for done in concurrent.futures.as_completed([pool.submit(run, c) for c in commands]):
+            command, result = done.result()
+            report.advance()
+            if result.returncode != 0:
+                output = (result.stdout + result.stderr).strip()[-3000:]
+                if "zlib.h" in output:
+                    output += (
+                        "\nALE needs zlib's headers: apt install zlib1g-dev (Debian, Ubuntu), dnf install zlib-devel"
                     )
+                raise AtariError(
+                    f"compiling {what} failed ({' '.join(command[:3])} ... exit {result.returncode}):\n{output}"
+                )
     except FileNotFoundError:
         raise AtariError(
             f"compiling {what} needs a C++17 compiler: {commands[0][0]!r} was not found (install g++ or clang++, "
             "or set CXX)"
         ) from None
+    finally:  # a failure or Ctrl-C starts no further compiler; those running finish
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def ale_archive() -> Path:
     """The static archive of ALE for the installed ale-py (built once per version, compiler and flags)."""
     version = ale_version()
     compiler = cxx_compiler()
-    archive = source_distribution(version)
-    key = builds.digest([version, compiler, ALE_FLAGS, archive.stat().st_size])
+    sha256 = sdist_sha256(version)
+    key = builds.digest([version, compiler, ALE_FLAGS, sha256])
     product = "libale.a"
 
     def build(stage: Path) -> None:
+        archive = source_distribution(version, sha256)
         include = _extract_ale(archive, stage)
         (include / "ale" / "version.hpp").write_text(_version_header(version))
         sources = [
@@ -182,8 +205,10 @@ def ale_archive() -> Path:
             raise AtariError(f"archiving ALE failed: {result.stderr.strip()}")
         shutil.rmtree(objects)
         shutil.move(str(include), str(stage / "include"))
+        (stage / "sdist.sha256").write_text(f"{sha256}  {archive.name}\n")
 
-    folder = builds.cached_build(cache_root(), f"ale-{version}", key, product, build, AtariError)
+    title = f"building ALE {version} from ale-py's sdist for shoal.atari"
+    folder = builds.cached_build(cache_root(), f"ale-{version}", key, product, build, AtariError, title)
     return folder / product
 
 
@@ -200,7 +225,7 @@ def env_library() -> Path:
             ENV_FLAGS,
             shoal.__version__,
             archive.parent.name,
-            source.read_bytes(),
+            *(p.name.encode() + p.read_bytes() for p in sorted(CSRC.iterdir()) if p.is_file()),
             *(p.read_bytes() for p in sorted(Path(shoal.get_include(), "shoal").glob("*.h"))),
         ]
     )
@@ -210,5 +235,6 @@ def env_library() -> Path:
         command += [str(source), "-o", str(stage / product), str(archive), "-lz", "-lpthread"]
         _compile_all([command], stage, "shoal's Atari env")
 
-    folder = builds.cached_build(cache_root(), "shoal_atari", key, product, build, AtariError)
+    title = "compiling shoal's Atari env"
+    folder = builds.cached_build(cache_root(), "shoal_atari", key, product, build, AtariError, title)
     return folder / product

@@ -4,7 +4,10 @@ A build is keyed by the hash of every input (flags, compiler, sources, shoal's h
 a changed input rebuilds. It happens in a temporary folder of the cache that is renamed into place only
 after the compiler succeeded and the library's manifest (size, SHA-256) was written, so a failure
 leaves nothing behind, an entry that no longer matches its manifest is rebuilt, and concurrent builds of one key never
-see half a library. Each use marks a build as used; a new build of a name removes that name's builds
+see half a library. A staging folder holds a lock while its build runs; a build that was killed leaves
+its folder unlocked, and the next build in that cache removes it. The cache folder is created private
+(0700) and refused when another user owns it or others may write to it: shoal compiles and loads what
+it holds. Each use marks a build as used; a new build of a name removes that name's builds
 beyond the KEEP_BUILDS_PER_NAME most recently used (never one used within IN_USE_SECONDS, which another
 process may be loading), and clean_builds() removes them all.
 """
@@ -16,6 +19,7 @@ import hashlib
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -23,12 +27,19 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from . import manifest, toolchain
+from . import manifest, progress, toolchain
+
+try:
+    import fcntl
+except ImportError:  # Windows: a dead build's staging folder is found by its age alone
+    fcntl = None
 
 KEEP_BUILDS_PER_NAME = 8
 IN_USE_SECONDS = 24 * 3600
 STAGE_PREFIX = ".build-"
-STALE_STAGE_SECONDS = 3600  # a staging folder this old belongs to a build that died
+STALE_STAGE_SECONDS = 3600  # a staging folder this old, holding no lock, belongs to a build that died
+STAGE_LOCK = ".lock"
+KEY_LOCK_PREFIX = ".lock-"  # one per entry: concurrent builds of it wait for the first
 KEY_CHARS = 24
 
 
@@ -46,6 +57,54 @@ def cache_dir() -> Path:
     if sys.platform == "darwin":
         return Path.home() / "Library" / "Caches" / "shoal"
     return Path.home() / ".cache" / "shoal"
+
+
+class CacheError(Exception):
+    """A cache folder shoal will not build in (not its user's, or writable by others)."""
+
+
+def private_folder(folder: Path, error: type[Exception] = CacheError) -> Path:
+    """``folder``, created 0700 (each missing level) if missing, and checked: a folder shoal compiles
+    into and loads from must be the user's own and writable by nobody else."""
+    missing = []
+    here = Path(folder)
+    while not here.exists() and here.parent != here:
+        missing.append(here)
+        here = here.parent
+    for level in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(level, 0o700)
+    problem = untrusted(folder)
+    if problem is not None:
+        raise error(
+            f"the build cache {folder} {problem}: shoal compiles and loads code from it, so it must be "
+            "yours and writable only by you (chmod go-w it, or choose another folder with $SHOAL_CACHE_DIR)"
+        )
+    return folder
+
+
+def untrusted(folder: Path) -> str | None:
+    """Why ``folder`` cannot be trusted as a build cache, or None."""
+    try:
+        info = os.stat(folder)
+    except OSError as failure:
+        return f"cannot be used ({failure.strerror or failure})"
+    if not stat.S_ISDIR(info.st_mode):
+        return "is not a folder"
+    if hasattr(os, "geteuid") and info.st_uid != os.geteuid():
+        return f"is owned by another user (uid {info.st_uid}; you are uid {os.geteuid()})"
+    if sys.platform != "win32" and info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return (
+            f"is writable by {'others' if info.st_mode & stat.S_IWOTH else 'its group'} (mode {info.st_mode & 0o777:o})"
+        )
+    return None
+
+
+def compile_jobs() -> int:
+    """Compilers to run at once: the CPUs this process may use (affinity and cgroup quota)."""
+    from ..cpus import usable_cpus
+
+    return usable_cpus()
 
 
 def compiler() -> str:
@@ -79,25 +138,45 @@ def entry(root: Path, name: str, key: str) -> Path:
 
 
 def cached_build(
-    root: Path, name: str, key: str, product: str, build: Callable[[Path], None], error: type[Exception]
+    root: Path,
+    name: str,
+    key: str,
+    product: str,
+    build: Callable[[Path], None],
+    error: type[Exception],
+    title: str | None = None,
 ) -> Path:
     """The folder holding ``product`` built for ``key``: the cached one (marked used) if its library
     matches its manifest, else ``build(stage)`` writes it into a fresh staging folder that becomes the
     entry once its manifest is written. A damaged entry is discarded and rebuilt, never returned: loading
-    a truncated library is a SIGBUS, not an error (see manifest.py)."""
+    a truncated library is a SIGBUS, not an error (see manifest.py). A build prints its progress
+    (``title``, the cache folder, then how far it is; see progress.py)."""
     final = entry(root, name, key)
-    damaged = None
-    if final.exists():
-        damaged = manifest.damage(final / product)
-        if damaged is None:
-            mark_used(final)
-            return final
-        manifest.discard(final)
-    root.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(dir=root, prefix=f"{STAGE_PREFIX}{name}-"))
+    private_folder(root, error)
+    title = title or f"building {name}"
+    with _key_lock(root, final.name, title):  # a second process waits for the first one's build
+        damaged = None
+        if final.exists():
+            damaged = manifest.damage(final / product)
+            if damaged is None:
+                mark_used(final)
+                return final
+            manifest.discard(final)
+        remove_dead_stages(root)
+        _build_into(final, product, build, error, title, damaged)
+    problem = manifest.damage(final / product)
+    if problem is not None:
+        raise error(f"the build {final} of {name!r} cannot be trusted: {problem}")
+    prune_builds(root, name)
+    return final
+
+
+def _build_into(final: Path, product: str, build, error, title: str, damaged: str | None) -> None:
+    stage = Path(tempfile.mkdtemp(dir=final.parent, prefix=f"{STAGE_PREFIX}{final.name[: -KEY_CHARS - 1]}-"))
     try:
         try:
-            build(stage)
+            with _stage_lock(stage), progress.Progress(title, final.parent):
+                build(stage)
         except error as failure:
             if damaged is None:
                 raise
@@ -112,11 +191,74 @@ def cached_build(
                 raise
     finally:
         shutil.rmtree(stage, ignore_errors=True)
-    problem = manifest.damage(final / product)
-    if problem is not None:
-        raise error(f"the build {final} of {name!r} cannot be trusted: {problem}")
-    prune_builds(root, name)
-    return final
+
+
+@contextlib.contextmanager
+def _key_lock(root: Path, entry_name: str, title: str):
+    """One build of an entry at a time across processes; the others wait, saying so, then find it built."""
+    if fcntl is None:
+        yield
+        return
+    descriptor = os.open(root / f"{KEY_LOCK_PREFIX}{entry_name}", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            with progress.Progress(f"waiting for another process's {title}", root):
+                fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)
+
+
+@contextlib.contextmanager
+def _stage_lock(stage: Path):
+    """Holds a lock in ``stage`` while its build runs (the kernel drops it when the process dies); the
+    lock file is gone before the stage becomes an entry."""
+    if fcntl is None:
+        yield
+        return
+    lock = stage / STAGE_LOCK
+    descriptor = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(lock)
+        os.close(descriptor)
+
+
+def remove_dead_stages(root: Path) -> int:
+    """Removes the staging folders of builds that died (their lock free, or, without a lock file, older
+    than STALE_STAGE_SECONDS); returns how many."""
+    removed = 0
+    try:
+        stages = [p for p in root.iterdir() if p.name.startswith(STAGE_PREFIX) and p.is_dir()]
+    except OSError:
+        return 0
+    for stage in stages:
+        if _stage_is_dead(stage):
+            shutil.rmtree(stage, ignore_errors=True)
+            removed += 1
+    return removed
+
+
+def _stage_is_dead(stage: Path) -> bool:
+    lock = stage / STAGE_LOCK
+    if fcntl is None or not lock.exists():
+        return time.time() - last_used(stage) > STALE_STAGE_SECONDS
+    try:
+        descriptor = os.open(lock, os.O_RDWR)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False  # its build holds it
+    finally:
+        os.close(descriptor)  # drops the lock if this call took it
+    return True
 
 
 def mark_used(folder: Path) -> None:
@@ -153,11 +295,8 @@ def prune_builds(root: Path, name: str) -> None:
 def clean_builds(root: Path) -> tuple[int, int]:
     """Removes every finished build in ``root``, and staging folders left by builds that died; returns
     (folders removed, bytes freed). A process that has a build loaded keeps it."""
-    now = time.time()
     try:
-        stale = [
-            p for p in root.iterdir() if p.name.startswith(STAGE_PREFIX) and now - last_used(p) > STALE_STAGE_SECONDS
-        ]
+        stale = [p for p in root.iterdir() if p.name.startswith(STAGE_PREFIX) and _stage_is_dead(p)]
     except OSError:
         return 0, 0
     removed = freed = 0
