@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import os
+import stat
 from pathlib import Path
 
 from .. import _native
@@ -12,6 +14,9 @@ from ..native.spec import configured, resolve_params
 from ..seeding import env_seed
 from .build import env_library, roms_dir
 from .presets import PRESETS, preset_options
+
+# Atari 2600 cartridges are 2 KiB to 512 KiB (the largest bank-switched schemes Stella, so ALE, knows).
+ROM_BYTES = (1024, 1 << 20)
 
 # Gymnasium's names for what shoal's Atari env does not do (yet): a clear error instead of a silent default.
 UNSUPPORTED = {
@@ -58,6 +63,7 @@ class AtariEnv(NativeEnv):
                 raise APIUsageError(f"shoal.atari {cls.game!r}: {name}={not supported!r} is not supported: {why}")
         params = {**preset_options(preset), **merged}
         params.setdefault("rom", str(roms_dir() / f"{cls.game}.bin"))  # or the caller's own ROM file
+        check_rom(params["rom"], cls.game)
         return params
 
     @classmethod
@@ -70,6 +76,35 @@ class AtariEnv(NativeEnv):
             matrix, _, texts = resolve_params(info, [cls._native_kwargs({})])
             cls._description = configured(cls.spec, info, matrix, texts)[1]
         return copy.deepcopy(cls._description)
+
+
+def check_rom(rom, game: str) -> None:
+    """A ROM path must name a regular file of a cartridge's size. Checked with stat() before ALE opens it:
+    /dev/zero would be read without end, a FIFO would block the open, a folder or a huge file is no ROM."""
+    if not isinstance(rom, (str, os.PathLike)) or not str(rom):
+        raise APIUsageError(f"shoal.atari {game!r}: rom must be the path of a ROM file, got {rom!r}")
+    try:
+        info = os.stat(rom)
+    except OSError as error:
+        raise APIUsageError(f"shoal.atari {game!r}: rom {rom}: {error.strerror or error}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise APIUsageError(f"shoal.atari {game!r}: rom {rom} is {_file_kind(info.st_mode)}, not a regular file")
+    low, high = ROM_BYTES
+    if not low <= info.st_size <= high:
+        raise APIUsageError(
+            f"shoal.atari {game!r}: rom {rom} has {info.st_size:,} bytes; an Atari 2600 ROM has {low:,} to {high:,}"
+        )
+
+
+def _file_kind(mode: int) -> str:
+    kinds = [
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ]
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
 
 
 def gymnasium_seed(seed: int, index: int) -> int:
