@@ -10,6 +10,7 @@ a dead or late worker costs: the vector (a WorkerError) or a replacement (``on_w
 from __future__ import annotations
 
 import contextlib
+import time
 
 import numpy as np
 
@@ -26,14 +27,25 @@ from .deadlines import Deadlines, Watch, check_on_worker_failure, check_timeout
 from .env_split import WORKER_OPTIONS, first_env_indices, worker_layout
 from .faults import LIVENESS_CHECK_S, MISSED_DEADLINE
 from .ownership import Owner
-from .restart import mark_restarted, restart_info
+from .restart import (
+    RESTART_OPTIONS,
+    RestartBudget,
+    check_max_restarts,
+    check_restart_window,
+    mark_restarted,
+    restart_info,
+)
 
 
 class WorkerBackend(VecEnv):
     """Base of the backends whose envs live in ``num_workers`` workers (processes or actors)."""
 
     def _configure_workers(self, num_envs: int, seed: int, options: dict, limit_to_cores: bool = True) -> None:
-        """Checks the worker options (WORKER_OPTIONS, defaults for those not given) and sets the layout."""
+        """Checks the worker options (WORKER_OPTIONS, defaults for those not given) and sets the layout;
+        keeps the restart budget's options (RESTART_OPTIONS) for _configure_failures."""
+        restart = {name: options.pop(name, default) for name, default in RESTART_OPTIONS.items()}
+        self._max_restarts = check_max_restarts(restart["max_restarts"])
+        self._restart_window = check_restart_window(restart["restart_window"])
         unknown = sorted(set(options) - set(WORKER_OPTIONS))
         if unknown:
             raise APIUsageError(f"invalid argument(s) {unknown} for backend {type(self).__name__}")
@@ -59,6 +71,7 @@ class WorkerBackend(VecEnv):
         self._watch = Watch(LIVENESS_CHECK_S)  # looks at workers the caller is not waiting for
         self._owner = Owner(type(self).__name__)  # the process whose workers these are
         self._restarts = [0] * self.num_workers  # replacements of each worker so far
+        self._restart_budget = RestartBudget(self.num_workers, self._max_restarts, self._restart_window)
         self._reset_seed = self.seed  # seed of the last reset (restart seeds derive from it)
         self._needs_resync = False  # an interrupted call left workers in an unknown state
         self._failed = False  # a worker failure closed the vector (not close())
@@ -239,6 +252,17 @@ class WorkerBackend(VecEnv):
                 )
             )
         reason = f"{origin} {reason}"
+        backoff = self._restart_budget.charge(w)
+        if backoff is None:
+            self._kill_on_close([w])
+            self._fail(
+                WorkerError(
+                    f"{reason}; it held envs {self._env_range(w)} ({self._env_name()}). It was not replaced: "
+                    f"it was replaced {self._restart_budget.spent(w)} times already, the most "
+                    f"{self._restart_budget.describe()} allows. The vector env is closed.{detail}"
+                )
+            )
+        time.sleep(backoff)
         self._replace_or_fail(w)
         self._restarts[w] += 1
         seed = offset_seed(restart_seed(self._reset_seed, self._restarts[w]), self._first_envs[w])
@@ -250,6 +274,13 @@ class WorkerBackend(VecEnv):
         mark_restarted(buffers, rows)
         envs = range(*self._layout.env_slice(w).indices(self.num_envs))
         return [*infos, restart_info(w, envs, self._restarts[w], reason)]
+
+    def _env_name(self) -> str:
+        """The env as a restart's WorkerError names it: a Gymnasium id, else its class."""
+        env = getattr(self.driver_env, "env", self.driver_env)
+        spec = getattr(env, "spec", None)
+        name = getattr(spec, "id", None)
+        return name if isinstance(name, str) else type(getattr(env, "unwrapped", env)).__name__
 
     def _replace_or_fail(self, w: int) -> None:
         """Replaces worker w; a replacement that cannot start or build its envs closes the vector."""
