@@ -124,4 +124,5 @@ def build_source(source: Path, name: str) -> Path:
         builds.run_compiler(command, stage, f"MuJoCo task {name!r} ({source})", APIUsageError)
 
     toolchain.allow_dependencies_from(mujoco.library.parent)  # Windows: where the task finds mujoco.dll
-    return builds.cached_build(build_cache_dir(), name, key, product, build, APIUsageError) / product
+    title = f"compiling MuJoCo task {name!r} ({source.name})"
+    return builds.cached_build(build_cache_dir(), name, key, product, build, APIUsageError, title) / product

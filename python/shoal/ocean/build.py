@@ -254,7 +254,7 @@ def build_library(name: str, folder: Path, model: ClassModel) -> Library:
         command = tools.shared_library([CSRC / "shoal_ocean_adapter.c"], stage / product, _options(stage, name))
         _run_compiler(command, stage, f"Ocean env {name!r} ({folder / 'binding.c'})")
 
-    final = builds.cached_build(root, name, key, product, build, OceanError)
+    final = builds.cached_build(root, name, key, product, build, OceanError, f"compiling Ocean env {name!r}")
     return Library(name, final / product, final, params, stats)
 
 
