@@ -195,11 +195,14 @@ def _build_into(final: Path, product: str, build, error, title: str, damaged: st
 
 @contextlib.contextmanager
 def _key_lock(root: Path, entry_name: str, title: str):
-    """One build of an entry at a time across processes; the others wait, saying so, then find it built."""
+    """One build of an entry at a time across processes; the others wait, saying so, then find it built.
+    The lock file goes when its holder is done: a process that opens a new one meanwhile at worst builds
+    beside another, as without the lock, and finds the entry built first."""
     if fcntl is None:
         yield
         return
-    descriptor = os.open(root / f"{KEY_LOCK_PREFIX}{entry_name}", os.O_RDWR | os.O_CREAT, 0o600)
+    path = root / f"{KEY_LOCK_PREFIX}{entry_name}"
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -208,6 +211,8 @@ def _key_lock(root: Path, entry_name: str, title: str):
                 fcntl.flock(descriptor, fcntl.LOCK_EX)
         yield
     finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
         os.close(descriptor)
 
 
