@@ -3,10 +3,12 @@ step, the wrapped vector's errors and closing. CUDA cases run where a GPU is pre
 
 from __future__ import annotations
 
+import functools
 import gc
 import re
 import sys
 import tracemalloc
+import warnings
 from collections import deque
 
 import numpy as np
@@ -16,7 +18,7 @@ from shoal.envs import CartPole
 from shoal.errors import APIUsageError
 from shoal.vector import make
 
-from envs_for_tests import make_box_env, make_raise_on_step
+from envs_for_tests import make_box_env, make_dict_env, make_raise_on_step
 
 torch = pytest.importorskip("torch", reason="the hand-off needs torch: pip install -e '.[full]'")
 
@@ -256,9 +258,9 @@ def test_cuda_without_a_gpu_is_refused():
         make(CartPole, backend="Serial", num_envs=2, device="cuda")
 
 
-def test_without_torch_the_error_names_the_extra(monkeypatch):
+def test_without_torch_the_error_says_how_to_install_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch now fails as if not installed
-    with pytest.raises(APIUsageError, match=r"shoal\[torch\]"):
+    with pytest.raises(APIUsageError, match=r"pip install torch .*download.pytorch.org/whl/cpu"):
         make(CartPole, backend="Multithreading", num_envs=4, device="cpu")
 
 
@@ -550,3 +552,100 @@ def test_cuda_protocol_on_a_simulated_stream_keeps_the_numpy_path_values(case, d
         expected = rollout(plain, actions)
     got = simulated_rollout(make(creator, backend=backend, seed=11, **options), actions, device_actions, engine)
     assert_same_batches(got, expected, case)
+
+
+# -- action tensors of every dtype and layout: the CPU and CUDA paths take them alike ----------------
+
+
+def _negative_bit(t):
+    """``t``'s values in a view with torch's lazy negation bit set (the imaginary part of a conjugate)."""
+    viewed = torch.complex(torch.zeros_like(t), -t).conj().imag
+    assert viewed.is_neg()
+    return viewed
+
+
+def _autocast(t):
+    """``t`` as torch.autocast("cpu") hands it on: a linear layer's bfloat16 output."""
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = torch.nn.functional.linear(t.float().unsqueeze(-1), torch.ones(1, 1)).squeeze(-1)
+    assert out.dtype == torch.bfloat16
+    return out
+
+
+def _csr(t):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # torch: "Sparse CSR tensor support is in beta state"
+        return t.to_sparse_csr()
+
+
+ACTION_FORMS = {
+    "plain": lambda t: t,
+    "autocast-bfloat16": _autocast,
+    "bfloat16": lambda t: t.to(torch.bfloat16),
+    "float16": lambda t: t.to(torch.float16),
+    "sparse-coo": lambda t: t.to_sparse(),
+    "sparse-csr": lambda t: _csr(t) if t.dim() == 2 else t.to_sparse(),
+    "negative-bit": lambda t: _negative_bit(t.float()),
+    "conjugate-bit": lambda t: torch.complex(t.float(), t.float()).conj(),
+    "requires-grad": lambda t: t.float().requires_grad_() if t.dtype.is_floating_point else t,
+}
+ACTION_SPACES = {
+    "Discrete": (CartPole, "Multithreading", {"num_envs": 8, "max_num_threads": 2}),
+    "Box": (functools.partial(make_dict_env, action="box"), "Serial", {"num_envs": 4}),
+}
+
+
+def sent_actions(space: str, form: str, engine: str):
+    """The host arrays the wrapped vector received for 3 steps of ``form``'s tensors, through the CPU
+    path ("cpu") or the CUDA protocol on a simulated device ("torch", "driver"); or the error raised."""
+    from shoal.handoff import TorchVector
+
+    creator, backend, options = ACTION_SPACES[space]
+    handed = TorchVector(make(creator, backend=backend, seed=3, **options), "cpu")
+    if engine != "cpu":
+        handed._copies = simulated_copies(engine, None)[0]
+        handed._copies.on_device = lambda tensor: True  # every tensor given is the device's
+    received = []
+    forward = handed.vecenv.send
+    handed.vecenv.send = lambda actions: (received.append(np.array(actions)), forward(actions))
+    try:
+        handed.reset(0)
+        for a in actions_for(handed.vecenv, 3, seed=4):
+            handed.step(ACTION_FORMS[form](torch.from_numpy(a)))
+    except APIUsageError as error:
+        return f"APIUsageError: {error}"
+    finally:
+        handed.close()
+    return received
+
+
+@pytest.mark.parametrize("form", sorted(ACTION_FORMS))
+@pytest.mark.parametrize("space", sorted(ACTION_SPACES))
+def test_action_tensors_of_every_dtype_and_layout_are_taken_alike_on_cpu_and_cuda(space, form):
+    """What the CPU path sends the envs is what the CUDA protocol sends, for every form of tensor: floating
+    actions of a Box space as float32 (bfloat16 included), sparse ones densified, lazily negated or
+    conjugated views resolved; a form the envs cannot take is refused by both with the same error."""
+    on_cpu = sent_actions(space, form, "cpu")
+    for engine in ("torch", "driver"):
+        on_cuda = sent_actions(space, form, engine)
+        if isinstance(on_cpu, str):
+            assert on_cuda == on_cpu, engine
+        else:  # as the envs get them (float16 reaches the vector as float16 from the CPU: the same floats)
+            assert [as_envs_get(a, space) for a in on_cuda] == [as_envs_get(a, space) for a in on_cpu], engine
+    floats = form in ("autocast-bfloat16", "bfloat16", "float16", "negative-bit")
+    if space == "Discrete" and (floats or form == "conjugate-bit"):
+        assert isinstance(on_cpu, str) and "must be integers" in on_cpu, on_cpu
+    elif space == "Box" and form == "conjugate-bit":
+        assert isinstance(on_cpu, str) and "must be floats or integers" in on_cpu, on_cpu
+    else:
+        assert not isinstance(on_cpu, str), on_cpu
+        creator, backend, options = ACTION_SPACES[space]
+        with make(creator, backend=backend, seed=3, **options) as plain:
+            given = [ACTION_FORMS[form](torch.from_numpy(a)) for a in actions_for(plain, 3, seed=4)]
+        # the values given, read by torch itself (sparse ones densified), rounded to the space's dtype
+        expected = [np.array((g.to_dense() if g.layout != torch.strided else g).tolist()) for g in given]
+        assert [as_envs_get(a, space) for a in on_cpu] == [as_envs_get(a, space) for a in expected]
+
+
+def as_envs_get(actions: np.ndarray, space: str) -> list:
+    return actions.astype(np.float32 if space == "Box" else np.int32).tolist()

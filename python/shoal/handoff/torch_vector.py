@@ -33,6 +33,7 @@ from ..backends.base import VecEnv
 from ..errors import APIUsageError
 from ..optional import optional_module
 from ..spaces import action_dtype, action_shape
+from .actions import DtypeRule, plain
 from .pinned import PinnedRegistry
 
 _VIEWS_KEPT = 64  # host batch views remembered by identity (backends reuse a few per vector)
@@ -119,8 +120,9 @@ class TorchVector:
 
     ``recv()`` returns (observations, rewards, terminals, truncations, infos, agent_ids, masks) with
     every array a tensor on ``device`` (infos stay a list of dicts); ``send(actions)`` takes a tensor
-    on any device (or a numpy array): int32/int64 for Discrete and MultiDiscrete spaces, float for Box,
-    of shape (agents_per_batch, *action shape). ``reset``/``step`` are the synchronous pair, as on
+    on any device (or a numpy array): int32/int64 for Discrete and MultiDiscrete spaces, float for Box
+    (bfloat16 and float16 too: sent as float32), of shape (agents_per_batch, *action shape); sparse
+    tensors and lazily negated or conjugated views are made plain first (handoff/actions.py). ``reset``/``step`` are the synchronous pair, as on
     every vector. ``final_observations`` is the last batch's, on ``device``: copied when read, into a
     tensor kept for that batch (like the batch's own, overwritten by the next read of that batch).
 
@@ -154,7 +156,7 @@ class TorchVector:
             setattr(self, name, getattr(vecenv, name))
         space = vecenv.single_action_space
         self._action_shape = (vecenv.agents_per_batch, *action_shape(space))
-        self._action_dtype = action_dtype(space)
+        self._action_dtypes = DtypeRule(torch, space, action_dtype(space))
         self._batches: dict[int, _Batch] = {}  # id(host observations) -> the batch's tensors
         self._constant_ids = bool(getattr(vecenv, "constant_agent_ids", False))
         self._received = False  # final_observations exist once a batch has arrived
@@ -180,8 +182,8 @@ class TorchVector:
     def send(self, actions) -> None:
         if self._copies is None and type(actions) is self._tensor:
             try:
-                actions = actions.numpy()  # a CPU tensor outside autograd: a view of its memory
-            except (RuntimeError, TypeError):  # one that requires grad, or on another device
+                actions = actions.numpy()  # a plain CPU tensor of a numpy dtype outside autograd: a view
+            except (RuntimeError, TypeError):  # else (grad, another device, bfloat16, sparse, ...) converted
                 actions = self._host_actions(actions)
             self.vecenv.send(actions)  # the wrapped vector checks it as it checks numpy actions
             return
@@ -254,11 +256,13 @@ class TorchVector:
                 f"actions of shape {tuple(actions.shape)}; this vector takes {self._action_shape} "
                 f"(agents_per_batch={self.agents_per_batch} rows of {self.single_action_space})"
             )
+        actions = plain(torch, actions)
+        target = self._action_dtypes.travel_dtype(actions.dtype)
         copies = self._copies
         if copies is not None and copies.on_device(actions):
-            return copies.to_host(actions, self._action_dtype)
+            return copies.to_host(actions, target)
         if actions.device.type == "cpu":
-            return actions.detach().numpy()
+            return actions.detach().to(target).numpy()
         raise APIUsageError(f"actions on {actions.device}; this vector hands batches to {self.device}")
 
 
@@ -350,11 +354,11 @@ class _CudaCopies:
         self.record(self._copied)
         return batch.device_tensors
 
-    def to_host(self, actions, dtype: np.dtype) -> np.ndarray:
-        """``actions`` (on the device) in a page-locked host array, once the copy is done. Floating
-        actions of a Box space are converted to float32 on the device (as numpy rounds them); other
-        dtypes travel as they are, so the vector checks their values exactly as it checks numpy's."""
-        target = self._torch.float32 if dtype == np.float32 and actions.dtype.is_floating_point else actions.dtype
+    def to_host(self, actions, target) -> np.ndarray:
+        """``actions`` (on the device, plain: see actions.py) in a page-locked host array of torch dtype
+        ``target``, once the copy is done; a conversion to ``target`` (a Box space's float32) runs on the
+        device, as numpy rounds. Other dtypes travel as they are, so the vector checks their values
+        exactly as it checks numpy's."""
         key = (target, tuple(actions.shape))
         staging = self._actions.get(key)
         if staging is None:
