@@ -165,11 +165,11 @@ class WideObservations(gymnasium.Env):
 def test_python_env_buffers_are_estimated_once_the_driver_env_tells_the_spaces(monkeypatch):
     """The spaces of a Python env are known once its driver env is built: Multiprocessing counts its
     shared buffers and joint spaces then, before the shared memory is allocated or a worker started."""
-    import multiprocessing.context
+    import shoal.backends.multiprocessing
 
     monkeypatch.setattr(buffers, "available_memory", lambda: 2**30)
     monkeypatch.setattr(
-        multiprocessing.context.BaseContext, "RawArray", lambda *a: pytest.fail("allocated the shared memory")
+        shoal.backends.multiprocessing, "SharedMapping", lambda *a, **k: pytest.fail("allocated the shared memory")
     )
     with pytest.raises(VectorTooLarge, match=r"num_envs=2,000 needs .*buffers for 2,000 agent rows 1\.5 GiB"):
         make(WideObservations, backend="Multiprocessing", num_envs=2_000, num_workers=2)

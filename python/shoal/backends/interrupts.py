@@ -14,6 +14,7 @@ import contextlib
 import functools
 import inspect
 import signal
+import sys
 import threading
 
 from ..errors import APIUsageError, EnvError
@@ -93,10 +94,14 @@ def signals_held():
         yield
         return
     held: dict[int, object] = {}  # signal -> the handler it had
-    caught: dict[int, object] = {}  # signal -> the frame it came in, for each that came
+    caught: list[int] = []  # the signals that came, each once
+    # A held handler runs with the frame that runs it, not the one the signal came in: an exception it
+    # raises keeps its frames alive with the traceback, and the frame the signal came in may hold
+    # what the block was making (views of a vector's shared memory) until the garbage collector comes.
 
     def defer(signum, frame):
-        caught.setdefault(signum, frame)
+        if signum not in caught:
+            caught.append(signum)
 
     try:
         for signum in signal.valid_signals():
@@ -107,9 +112,9 @@ def signals_held():
         yield
     finally:
         error = _restore(held)
-        for signum, frame in caught.items():
+        for signum in caught:
             try:
-                held[signum](signum, frame)
+                held[signum](signum, sys._getframe())
             except BaseException as exc:  # noqa: B036 - raised once every handler ran
                 error = error or exc
         if error is not None:

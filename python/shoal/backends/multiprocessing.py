@@ -1,10 +1,10 @@
 """Multiprocessing: one OS process per worker, each running Serial's slice runner over its envs.
 
 Memory. Every buffer (observations, final observations, actions, rewards, terminals, truncations,
-masks) and the per-worker control bytes live in ONE ``multiprocessing.RawArray``. Its arena is an
-already-unlinked file (or an anonymous map), wherever the standard library puts it on the OS, so
-nothing named can leak: the memory goes away with the last process that maps it. Workers write
-results straight into their rows.
+masks) and the per-worker control bytes live in ONE shared mapping (wire/shared_mapping.py): an
+unlinked file (a memfd on Linux), so nothing named can leak, released in C with its last view (no
+finalizer an interrupt could cut): the memory goes away with the last process that maps it. Workers
+write results straight into their rows.
 
 Hand-off protocol (per worker ``w``; no busy-waiting beyond a bounded spin):
 
@@ -44,7 +44,6 @@ of workers returned as views (``zero_copy=True``); the first ready workers copie
 
 from __future__ import annotations
 
-import ctypes
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -72,6 +71,7 @@ from .closing import BoundedClose, raise_failures
 from .interrupts import guarded, signals_held
 from .start_methods import check_start_method
 from .wire.info_tables import unpack
+from .wire.shared_mapping import SharedMapping
 from .worker_side.process_worker import (
     BUSY,
     CLOSE,
@@ -155,14 +155,16 @@ class Multiprocessing(WorkerBackend):
             else:
                 remedy = f"start_method={start_method!r} needs picklable env creators (or start_method='fork')"
                 self._payloads = [envs.pickled(remedy) for envs in slices]
-            # The arena is a named file until it is unlinked, and a semaphore too: no interrupt in between.
+            # The mapping's file has a name until it is unlinked, and a semaphore too; and every view of
+            # the mapping is recorded where _abandon_construction drops it: no interrupt in between.
             with signals_held():
                 try:
-                    pool.raw = context.RawArray(ctypes.c_uint8, max(nbytes, 1))
+                    pool.raw = SharedMapping(max(nbytes, 1), keep_fd=start_method != "fork")
                 except MemoryError:
                     raise out_of_memory(nbytes, num_envs, "shared memory") from None
                 pool.done_sem = context.Semaphore(0)
-            shared = shared_views(pool.raw, shape, self.num_agents, self.num_workers)
+                self._shared = shared_views(pool.raw, shape, self.num_agents, self.num_workers)
+            shared = self._shared
             shared.buf.masks[:] = True
             self.buf = shared.buf
             self._state, self._command, self._seeds = shared.state, shared.command, shared.seeds
@@ -177,8 +179,10 @@ class Multiprocessing(WorkerBackend):
                 self._ready.append(self._handshake(w))
             self._set_internal_envs(self._ready)
         except BaseException:
+            shared = None  # this frame outlives the call in the traceback: it must not keep the mapping
             self._abandon_construction()
             raise
+        self._shared = None
         self._processes, self._conns, self._command_sems = pool.processes, pool.conns, pool.command_sems
         self._done_sem = pool.done_sem
 
@@ -203,6 +207,11 @@ class Multiprocessing(WorkerBackend):
         with signals_held():
             self._pool.kill_now.update(range(len(self._ready), len(self._pool.processes)))
             self._finalizer()
+            # The traceback keeps this half-built object until the garbage collector breaks its cycles:
+            # the views go now, and with the last of them the shared mapping.
+            self._shared = self.buf = None
+            self._state = self._command = self._seeds = self._mailboxes = self._mail_sizes = None
+            self._done_counts = None
             if self.driver_env is not None:
                 BoundedClose("driver env", self.driver_env).wait(CLOSE_TIMEOUT_S)
 

@@ -25,7 +25,7 @@ class ProcessPool:
         self.conns: list = []
         self.command_sems: list = []
         self.done_sem = None
-        self.raw = None
+        self.raw = None  # the shared mapping (wire/shared_mapping.py)
         self.command: np.ndarray | None = None
         self.kill_now: set[int] = set()  # workers known to be stuck: killed, not asked to close
         self.close_failures: list[str] = []
@@ -70,6 +70,8 @@ class ProcessPool:
             self._drain(i)  # close() failures sent just before exiting
             self.conns[i].close()
         self.processes, self.conns, self.command_sems = [], [], []
+        if self.raw is not None:
+            self.raw.release()  # the descriptor kept for spawning workers; the mapping goes with its views
         self.done_sem = self.raw = self.command = None
         return self.close_failures
 

@@ -63,8 +63,9 @@ def carve(memory, shape: EnvShape, rows: int, num_workers: int) -> tuple[SharedB
     return shared, carver.nbytes
 
 
-def shared_views(raw, shape: EnvShape, rows: int, num_workers: int) -> SharedBlock:
-    return carve(np.frombuffer(raw, dtype=np.uint8), shape, rows, num_workers)[0]
+def shared_views(mapping, shape: EnvShape, rows: int, num_workers: int) -> SharedBlock:
+    """Every buffer of the vector over ``mapping`` (a wire.shared_mapping.SharedMapping)."""
+    return carve(np.frombuffer(mapping.buffer, dtype=np.uint8), shape, rows, num_workers)[0]
 
 
 @dataclass
