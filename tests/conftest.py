@@ -31,6 +31,7 @@ TIERS = [
     ("test_ray.py::*", "integration", "starts Ray clusters"),
     ("test_rllib.py::*", "integration", "trains RLlib's PPO on a Ray instance of its own"),
     ("test_ray_cluster.py::*", "integration", "starts a simulated 3-node Ray cluster and breaks its nodes"),
+    ("test_ray_datapath.py::*", "integration", "starts a simulated 2-node Ray cluster"),
     ("test_tiers.py::*", "integration", "collects the whole suite in fresh interpreters and reads every test's source"),
     # Ocean: a few tests on one or two envs (the bundled test tree's tiny ones, cartpole, squared)
     # stay fast; every other Ocean test, new files included, compiles Ocean envs.
@@ -66,6 +67,7 @@ def tier_of(nodeid: str) -> tuple[str, str]:
 RAY_FILES = (
     "test_ray.py",
     "test_ray_cluster.py",
+    "test_ray_datapath.py",
     "test_worker_fault_modes.py",
     "test_mujoco_actions.py",
     "test_rllib.py",

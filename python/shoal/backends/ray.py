@@ -52,6 +52,7 @@ import numpy as np
 from ..buffers import Buffers
 from ..errors import APIUsageError, EnvError, WorkerError
 from ..native import check_threads, is_native_env, native_env_class
+from ..validation import check_bool
 from .base import EnvLists
 from .caller_side.faults import CLOSE_TIMEOUT_S, MIN_ACTOR_START_S, creation_timeout
 from .caller_side.ray_data_path import RayDataPath
@@ -132,6 +133,7 @@ class Ray(WorkerBackend):
         placement: str = "spread",
         exclude_driver_node: bool = False,
         ray_actor_options: dict | None = None,
+        compiled_graphs: bool = True,
         **worker_options,
     ) -> None:
         env_creators, env_args, env_kwargs = envs
@@ -157,6 +159,7 @@ class Ray(WorkerBackend):
             )
         self.ray_address = ray_address
         self.placement = check_placement(placement)
+        self.compiled_graphs = check_bool(compiled_graphs, "compiled_graphs")
         self.exclude_driver_node = check_exclude_driver_node(exclude_driver_node)
         self._actor_options = check_actor_options(ray_actor_options)
 
@@ -171,8 +174,10 @@ class Ray(WorkerBackend):
         self._finalizer = weakref.finalize(self, actors.shutdown)
         try:
             actors.connected = connect(ray, ray_address)
-            full_sync = self.workers_per_batch == self.num_workers
-            self._data_path = RayDataPath(ray, shape.observation_space, shape.action_space, self.num_agents, self.num_workers, full_sync)
+            graphs = self.compiled_graphs and self.workers_per_batch == self.num_workers
+            self._data_path = RayDataPath(
+                ray, shape.observation_space, shape.action_space, self.num_agents, self.num_workers, graphs
+            )
             plan = self._plan = self._plan_cpus(ray, max_num_threads)
             actors.placement_group = plan.placement_group
             self.max_num_threads = max(plan.threads) if self.native else None
@@ -211,6 +216,12 @@ class Ray(WorkerBackend):
         self._refs: list = [None] * self.num_workers  # in-flight call of each actor
         self._blocks: list = [None] * self.num_workers
         self._init_batches()
+
+    @property
+    def worker_paths(self) -> list[str]:
+        """How each actor's steps travel, as it stands now: "graph" (a compiled graph) or "calls",
+        and "shared rows" (it steps in this process's rows) or "rows copied" (its rows come back)."""
+        return self._data_path.describe()
 
     # -- construction helpers ----------------------------------------------------------------------
 
@@ -337,7 +348,12 @@ class Ray(WorkerBackend):
         if self._busy and self._data_path.is_graph_ref(self._refs[self._busy[0]]):
             for w in list(self._busy):  # full sync through compiled graphs: each actor's result in turn
                 self._complete(w, self._get_one(w))
-        if self.workers_per_batch == self.num_workers and len(self._busy) == self.num_workers and self.timeout is None:
+        if (
+            self.workers_per_batch == self.num_workers
+            and len(self._busy) == self.num_workers
+            and self.timeout is None
+            and not any(self._data_path.is_graph_ref(self._refs[w]) for w in self._busy)
+        ):
             # Full sync: one ray.get for every actor once all are in (a dead actor's result is its
             # error); calls still out after HEARTBEAT_AFTER_S go through the loop, which checks liveness.
             refs = [self._refs[w] for w in self._busy]
@@ -380,6 +396,13 @@ class Ray(WorkerBackend):
         if silent is not None:
             self._complete(silent, self._failed_result(silent, self._heartbeat.reason()))
 
+    def _silent(self, w: int):
+        """Actor w's failed result if it did not answer a liveness check, else None (while its graph
+        result is out)."""
+        if self._heartbeat.silent([w], self._deadlines.started, self._ping) is None:
+            return None
+        return self._failed_result(w, self._heartbeat.reason())
+
     def _ping(self, w: int):
         return self._handles[w].ping.options(concurrency_group=HEALTH_GROUP).remote()
 
@@ -416,7 +439,7 @@ class Ray(WorkerBackend):
         if self.timeout is not None:
             timeout = max(0.0, self._deadlines.started[w] + self.timeout - time.monotonic())
         try:
-            return self._data_path.get(w, self._refs[w], timeout)
+            return self._data_path.get(w, self._refs[w], timeout, lambda: self._silent(w))
         except self._GetTimeoutError:
             return self._late(w)
         except self._RayActorError as exc:
@@ -507,6 +530,8 @@ class Ray(WorkerBackend):
 
     def _close(self) -> None:
         driver = BoundedClose("driver env", self.driver_env)  # closes while the actors do
+        # Graphs of live actors end before the actors do; a stuck actor's would wait for its step.
+        self._data_path.actors_changed([w for w in range(self.num_workers) if w not in self._actors.kill_now])
         failures = self._finalizer() or []
         self._data_path.close()
         raise_failures(type(self).__name__, failures + driver.wait(CLOSE_TIMEOUT_S))

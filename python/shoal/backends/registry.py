@@ -256,6 +256,15 @@ OPTIONS: dict[str, tuple[Option, ...]] = {
             "options of every actor (resources, runtime_env, label_selector, scheduling_strategy ...)",
             "a dict (JSON in config.ini)",
         ),
+        Option(
+            "compiled_graphs",
+            True,
+            "bool",
+            lambda v: check_bool(v, "compiled_graphs"),
+            "full-sync steps through Ray compiled graphs (shared-memory channels) where Ray has them; "
+            "false = plain actor calls",
+            "true | false",
+        ),
     ),
 }
 

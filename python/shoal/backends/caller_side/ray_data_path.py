@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 
 import numpy as np
 from gymnasium import spaces
@@ -36,6 +37,8 @@ logger = logging.getLogger(__name__)
 
 #: seconds a compiled graph's actor has to tell whether it is alive after its graph failed
 PROBE_S = 5.0
+#: seconds between two looks at an actor whose graph result is out (liveness checks)
+WAIT_SLICE_S = 1.0
 #: how a worker's graph is marked after Ray refused to compile one: plain calls from then on
 NO_GRAPH = "no graph"
 
@@ -50,7 +53,7 @@ class RayDataPath:
         action_space: spaces.Space,
         rows: int,
         num_workers: int,
-        full_sync: bool,
+        graphs: bool,
     ):
         self.ray = ray
         from ray.exceptions import GetTimeoutError, RayActorError, RayError
@@ -60,7 +63,7 @@ class RayDataPath:
         self.buf = (
             self._shared.buf if self._shared is not None else Buffers.allocate(observation_space, action_space, rows)
         )
-        self.use_graphs = full_sync and graphs_available()
+        self.use_graphs = graphs and graphs_available()
         self._graphs: list = [None] * num_workers  # a compiled graph, NO_GRAPH, or None (none yet)
         self._handles: list = [None] * num_workers  # the actor each worker's graph and mode belong to
         self._maps_rows = [False] * num_workers
@@ -96,23 +99,28 @@ class RayDataPath:
     def is_graph_ref(self, ref) -> bool:
         return ref is not None and not isinstance(ref, self.ray.ObjectRef)
 
-    def get(self, w: int, ref, timeout: float | None):
+    def get(self, w: int, ref, timeout: float | None, still_waiting=None):
         """The result of ``ref`` (a plain call's or a graph's), raising as ``ray.get`` does: a
         GetTimeoutError past ``timeout`` (None: as long as the actor lives), a RayActorError if the
-        actor died, another RayError if Ray could not deliver the result."""
+        actor died, another RayError if Ray could not deliver the result. While a graph's result is
+        out, ``still_waiting()`` is asked every WAIT_SLICE_S: a value other than None is returned
+        instead of the result (the caller gave up on the actor: a liveness check failed)."""
         if not self.is_graph_ref(ref):
             return self.ray.get(ref, timeout=timeout)
         from ray.exceptions import RayChannelTimeoutError
 
         try:
-            return ref.get(timeout=-1 if timeout is None else timeout)
+            result, gave_up = wait_graph(ref, timeout, still_waiting, RayChannelTimeoutError)
+            if gave_up:
+                self._drop_graph(w)
+            return result
         except RayChannelTimeoutError as exc:
             self._drop_graph(w)
             raise self._GetTimeoutError(f"worker {w}'s step took longer than {timeout} s") from exc
         except self._RayActorError:
             self._drop_graph(w)
             raise
-        except Exception as exc:
+        except self._RayError as exc:
             # The graph broke: the actor died (Ray tears a graph down when one of its actors does),
             # or could not hand its result over. Asking the actor tells which.
             self._drop_graph(w)
@@ -150,6 +158,30 @@ class RayDataPath:
         if graph not in (None, NO_GRAPH):
             with contextlib.suppress(Exception):  # an actor that died took its end of the graph with it
                 graph.teardown()
+
+
+def wait_graph(ref, timeout: float | None, still_waiting, timeout_error) -> tuple:
+    """(result, False), or (what ``still_waiting()`` said, True): ``ref.get`` in slices of WAIT_SLICE_S, asking ``still_waiting()`` between them (see
+    RayDataPath.get). A graph result can be read once only, so the slices wait through the graph's
+    own wait (a Ray without it waits in one piece)."""
+    until = getattr(getattr(ref, "_dag", None), "_execute_until", None)
+    index = getattr(ref, "_execution_index", None)
+    if until is None or index is None or still_waiting is None:
+        return ref.get(timeout=-1 if timeout is None else timeout), False
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        try:
+            until(
+                index, getattr(ref, "_channel_index", None), WAIT_SLICE_S if left is None else min(WAIT_SLICE_S, left)
+            )
+            return ref.get(timeout=0), False  # read already: only handed over
+        except timeout_error:
+            if left is not None and left <= WAIT_SLICE_S:
+                raise
+        verdict = still_waiting()
+        if verdict is not None:
+            return verdict, True
 
 
 def graphs_available() -> bool:
