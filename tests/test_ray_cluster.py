@@ -11,6 +11,8 @@ outlives the module.
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import tempfile
 import time
 
@@ -377,3 +379,35 @@ def test_crash_loop_ends_in_a_worker_error_and_no_replacement_reuses_a_failed_no
     history = vecenv._history.failures
     assert all(len(times) == 1 for times in history.values()), history  # each node failed once
     assert len(history) == 3, info.value
+
+
+# ---------------------------------------------------------------------------------------------------
+# A local instance
+# ---------------------------------------------------------------------------------------------------
+
+LOCAL_SCRIPT = """
+import functools, os
+import gymnasium
+from shoal.vector import make
+vecenv = make(functools.partial(gymnasium.make, "CartPole-v1"), backend="Ray", num_envs=2, num_workers=1)
+vecenv.reset()
+vecenv.close()
+print(sorted(os.path.relpath(os.path.join(root, f), os.environ["HOME"]) for root, _, fs in os.walk(os.environ["HOME"]) for f in fs))
+print(os.environ.get("RAY_AUTH_TOKEN"), os.environ.get("RAY_AUTH_MODE"))
+"""
+
+
+def test_a_local_instance_leaves_nothing_in_home(sim, tmp_path):
+    """Ray writes ~/.ray/auth_token for a local instance unless given a token; shoal gives it one."""
+    home, tmp = tmp_path / "home", tempfile.mkdtemp(prefix="ray")
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    env.update(HOME=str(home), RAY_TMPDIR=tmp)
+    try:
+        done = subprocess.run([sys.executable, "-c", LOCAL_SCRIPT], env=env, capture_output=True, text=True, timeout=80)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    assert done.returncode == 0, done.stderr
+    files, auth = done.stdout.strip().splitlines()[-2:]
+    assert files == "[]", files
+    assert auth == "None None", auth

@@ -5,6 +5,12 @@ connects (joining ``ray_address``, or starting a local instance) and the last of
 calls ``ray.shutdown()``. That shutdown takes a second or more when it stops a local instance, so a
 vector closed by a worker failure runs it in a thread of its own: the WorkerError is not delayed by
 it, and the next connection waits for it (it holds the session lock).
+
+Authentication. Ray turns token authentication on for a local instance and, unless a token is
+given, writes one to ``~/.ray/auth_token``, where every later ``ray start`` of the user's finds it and
+turns tokens on too (then joining those clusters by address fails). A local instance that shoal
+starts gets a token of shoal's own through ``RAY_AUTH_TOKEN`` (its processes inherit it), so nothing
+is written to the user's home; the variable is removed again when shoal's connection ends.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import secrets
 import threading
 
 from ...errors import WorkerError
@@ -21,13 +28,18 @@ from .ownership import Owner
 _session_lock = threading.Lock()
 _session = {"users": 0}  # vectors using a connection that shoal opened (ray.init) in this process
 AUTH_MODE = "RAY_AUTH_MODE"
-_auth = {"set_by_init": False}  # shoal's ray.init turned token authentication on for this process
+AUTH_TOKEN = "RAY_AUTH_TOKEN"
+# shoal's ray.init turned token authentication on for this process; shoal set RAY_AUTH_TOKEN
+_auth = {"set_by_init": False, "token_set": False}
 
 
 def restore_auth_mode() -> None:
     """Undoes what a ray.init() did to this process's authentication mode when RAY_AUTH_MODE was
     unset before it (see the module's docstring); call it after ray.shutdown()."""
     os.environ.pop(AUTH_MODE, None)
+    if _auth["token_set"]:
+        _auth["token_set"] = False
+        os.environ.pop(AUTH_TOKEN, None)
     try:
         from ray._raylet import AuthenticationTokenLoader, Config
     except ImportError:
@@ -50,19 +62,39 @@ def connect(ray, address: str | None) -> bool:
         if address is None:
             # "local" starts a new instance even where another cluster's address file is lying around.
             kwargs = {**kwargs, "address": "local", "include_dashboard": False}
+            if AUTH_TOKEN not in os.environ and os.environ.get(AUTH_MODE) is None:
+                os.environ[AUTH_TOKEN] = secrets.token_hex(32)  # not a file in the user's home
+                _auth["token_set"] = True
         else:
             kwargs["address"] = address
         mode_before = os.environ.get(AUTH_MODE)
         try:
             ray.init(**kwargs)
         except Exception as exc:
-            if mode_before is None and AUTH_MODE in os.environ:
+            if (mode_before is None and AUTH_MODE in os.environ) or _auth["token_set"]:
                 restore_auth_mode()
             where = f"the Ray cluster at {address!r}" if address else "a local Ray instance"
-            raise WorkerError(f"backend Ray could not connect to {where}: {type(exc).__name__}: {exc}") from exc
+            raise WorkerError(
+                f"backend Ray could not connect to {where}: {type(exc).__name__}: {exc}{auth_hint(exc, address)}"
+            ) from exc
         _auth["set_by_init"] = mode_before is None and AUTH_MODE in os.environ
         _session["users"] = 1
         return True
+
+
+def auth_hint(exc: Exception, address: str | None) -> str:
+    """What to try when joining a cluster failed and authentication may be why."""
+    if address is None:
+        return ""
+    token = os.path.join(os.path.expanduser("~"), ".ray", "auth_token")
+    said = "auth" in f"{type(exc).__name__} {exc}".lower()
+    if not said and not os.path.exists(token) and AUTH_TOKEN not in os.environ:
+        return ""
+    return (
+        "\nThis may be Ray's token authentication: a cluster started with tokens needs the same token here "
+        f"(RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or {token}), and a token file there turns tokens on for "
+        "every `ray start` that finds it (RAY_AUTH_MODE=disabled turns them off)."
+    )
 
 
 def disconnect(ray, wait: bool = True) -> None:
@@ -77,7 +109,7 @@ def disconnect(ray, wait: bool = True) -> None:
     def shut_down():
         try:
             ray.shutdown()
-            if _auth["set_by_init"]:
+            if _auth["set_by_init"] or _auth["token_set"]:
                 _auth["set_by_init"] = False
                 restore_auth_mode()
         finally:
