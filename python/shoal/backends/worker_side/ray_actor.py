@@ -14,6 +14,7 @@ import numpy as np
 from ..wire.blocks import block_buffers, block_size
 from ..wire.messages import Failure
 from ..wire.shared_rows import RowsSpec, attach
+from ..wire.step_rows import StepRows
 from .runner import EnvShape, native_slice, python_slice
 
 ROW_FIELDS = ("observations", "final_observations", "rewards", "terminals", "truncations", "masks")
@@ -86,11 +87,11 @@ class EnvHost:
 
     def step(self, actions: np.ndarray | None) -> tuple:
         """Steps the slice with ``actions`` (None: they are in the caller's rows already); returns
-        the rows whole, or None where they are the caller's."""
+        its outputs (wire/step_rows.py), or None where its rows are the caller's."""
         if actions is not None:
             np.copyto(self.buf.actions, actions, casting="unsafe")
         infos, failure = self.runner.serve(None)
-        return (None if failure is not None or self.shared else self.block), infos, failure
+        return (None if failure is not None or self.shared else StepRows.of(self.buf)), infos, failure
 
     def close(self) -> list[str]:
         """Closes every env, even if some fail; returns the failures (the actor is killed next)."""
