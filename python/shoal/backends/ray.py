@@ -351,7 +351,7 @@ class Ray(WorkerBackend):
 
     def _next_batch(self) -> list[int]:
         ray = self._ray
-        if self._busy and self._data_path.is_graph_ref(self._refs[self._busy[0]]):
+        if any(self._data_path.is_graph_ref(self._refs[w]) for w in self._busy):
             for w in list(self._busy):  # full sync through compiled graphs: each actor's result in turn
                 self._complete(w, self._get_one(w))
         if (
