@@ -57,6 +57,24 @@ def test_resize_is_opencvs_inter_area(library, size):
     np.testing.assert_array_equal(native_resize(library, blocks, size), expected)
 
 
+def _screens(rng, height, width):
+    """Random frames, and flat blocks with hard edges (rounding ties are common on Atari screens)."""
+    yield rng.integers(0, 256, size=(height, width), dtype=np.uint8)
+    yield rng.integers(0, 4, size=(height, width), dtype=np.uint8)
+    blocks = rng.integers(0, 256, size=(height // 5 + 1, width // 5 + 1), dtype=np.uint8)
+    yield np.ascontiguousarray(np.kron(blocks, np.ones((5, 5), np.uint8))[:height, :width])
+
+
+@pytest.mark.parametrize(("height", "width"), [(210, 160), (210, 210)], ids=["atari", "square"])
+def test_resize_is_opencvs_inter_area_at_every_size(library, height, width):
+    """Every size down to 1, the sizes that divide the screen included (OpenCV's integer fast path there)."""
+    rng = np.random.default_rng(height * width)
+    for size in range(1, min(height, width) + 1):
+        for image in _screens(rng, height, width):
+            expected = cv2.resize(image, (size, size), interpolation=cv2.INTER_AREA)
+            np.testing.assert_array_equal(native_resize(library, image, size), expected, err_msg=f"size {size}")
+
+
 def test_ale_seed_is_seed_sequences(library):
     library.shoal_atari_ale_seed.restype = ctypes.c_int32
     library.shoal_atari_ale_seed.argtypes = [ctypes.c_uint64]
@@ -65,18 +83,22 @@ def test_ale_seed_is_seed_sequences(library):
         assert library.shoal_atari_ale_seed(entropy) == expected, entropy
 
 
-def gymnasium_env(game: str):
+def gymnasium_env(game: str, screen_size: int = 84):
     name = "".join(part.capitalize() for part in game.split("_"))
     env = gym.make(f"ALE/{name}-v5", frameskip=1, repeat_action_probability=0.0)
-    env = gym.wrappers.AtariPreprocessing(env, noop_max=0)
+    env = gym.wrappers.AtariPreprocessing(env, noop_max=0, screen_size=screen_size)
     return gym.wrappers.FrameStackObservation(env, 4)
 
 
-@pytest.mark.parametrize(("game", "num_envs"), PARITY_GAMES)
-def test_gymnasium_parity_step_for_step(game, num_envs):
-    steps, seed = 5000, 11
-    Game = shoal.atari.env_class(game, noop_max=0, repeat_action_probability=0.0)
-    references = [gymnasium_env(game) for _ in range(num_envs)]
+@pytest.mark.parametrize(
+    ("game", "num_envs", "screen_size", "steps"),
+    [(game, num_envs, 84, 5000) for game, num_envs in PARITY_GAMES]
+    + [("breakout", 1, 5, 1500), ("breakout", 1, 10, 1500)],
+)
+def test_gymnasium_parity_step_for_step(game, num_envs, screen_size, steps):
+    seed = 11
+    Game = shoal.atari.env_class(game, noop_max=0, repeat_action_probability=0.0, screen_size=screen_size)
+    references = [gymnasium_env(game, screen_size) for _ in range(num_envs)]
     expected = [ref.reset(seed=shoal.atari.gymnasium_seed(seed, i))[0] for i, ref in enumerate(references)]
     episode_ends = 0
     with make(Game, backend="Serial", num_envs=num_envs, seed=seed) as vecenv:
@@ -135,9 +157,12 @@ def test_ale_vector_preset_is_ale_pys_vector_step_for_step(game):
     assert episode_ends >= 1, f"{game}: no episode ended in {steps} steps; the autoreset went untested"
 
 
-@pytest.mark.parametrize("game", ["pong", "breakout"])
-@pytest.mark.parametrize("terminal_on_life_loss", [False, True], ids=["games", "lives"])
-def test_envpool_preset_is_envpools_atari_step_for_step(game, terminal_on_life_loss):
+@pytest.mark.parametrize(
+    ("game", "terminal_on_life_loss", "frame_skip"),
+    [(game, lives, 4) for game in ("pong", "breakout") for lives in (False, True)] + [("breakout", False, 1)],
+    ids=lambda value: {False: "games", True: "lives"}.get(value) if isinstance(value, bool) else None,
+)
+def test_envpool_preset_is_envpools_atari_step_for_step(game, terminal_on_life_loss, frame_skip):
     """preset="envpool" against EnvPool's Atari (its defaults: NOOPs then FIRE, the stack padded with the
     reset frame, the frame that ends a game kept; episodic_life continuing the game after a lost life).
     EnvPool resets in the step after an episode's end, ignoring that step's action: its end-of-episode
@@ -145,11 +170,13 @@ def test_envpool_preset_is_envpools_atari_step_for_step(game, terminal_on_life_l
     a FIRE game's resets deterministic (1 NOOP less the FIRE)."""
     envpool = pytest.importorskip("envpool", reason="needs envpool: pip install -e '.[full]' (CPython 3.11, x86-64)")
     steps, num_envs = 3000, 2
-    Game = shoal.atari.env_class(game, preset="envpool", noop_max=1, terminal_on_life_loss=terminal_on_life_loss)
+    Game = shoal.atari.env_class(
+        game, preset="envpool", noop_max=1, terminal_on_life_loss=terminal_on_life_loss, frame_skip=frame_skip
+    )
     name = "".join(part.capitalize() for part in game.split("_"))
+    options = {"noop_max": 1, "episodic_life": terminal_on_life_loss, "frame_skip": frame_skip}
     references = [  # one pool per env: each resets in its own next step
-        envpool.make(f"{name}-v5", env_type="gymnasium", num_envs=1, noop_max=1, episodic_life=terminal_on_life_loss)
-        for _ in range(num_envs)
+        envpool.make(f"{name}-v5", env_type="gymnasium", num_envs=1, **options) for _ in range(num_envs)
     ]
     episode_ends = 0
     with make(Game, backend="Serial", num_envs=num_envs, seed=3) as vecenv:
@@ -170,6 +197,39 @@ def test_envpool_preset_is_envpools_atari_step_for_step(game, terminal_on_life_l
                     assert not (ref_term[0] or ref_trunc[0]), context
                 np.testing.assert_array_equal(obs[i], ref_obs[0], err_msg=context)
     assert episode_ends >= 1, f"{game}: no episode ended in {steps} steps; the autoreset went untested"
+
+
+def test_envpool_preset_at_frame_skip_1_pools_nothing():
+    """One frame per step: the newest stacked frame is that frame's screen, resized, never max-pooled with
+    the one before (which would leave the ball's trail, and cleared bricks, in every frame). ALE's own
+    Breakout (no sticky actions: its seed does not matter) after the preset's reset (FIRE, with noop_max=0)."""
+    steps = 300
+    Game = shoal.atari.env_class("breakout", preset="envpool", frame_skip=1, noop_max=0)
+    ale = ale_py.ALEInterface()
+    ale.setLoggerMode(ale_py.LoggerMode.Error)
+    ale.setFloat("repeat_action_probability", 0.0)
+    ale.loadROM(str(shoal.atari.roms_dir() / "breakout.bin"))
+    actions = ale.getMinimalActionSet()
+    ale.reset_game()
+    ale.act(ale_py.Action.FIRE)
+
+    def frame():
+        return cv2.resize(ale.getScreenGrayscale(), (84, 84), interpolation=cv2.INTER_AREA)
+
+    all_brighter = 0
+    with make(Game, backend="Serial", num_envs=1, seed=0) as vecenv:
+        obs, _ = vecenv.reset()
+        np.testing.assert_array_equal(obs[0, -1], frame())
+        rng = np.random.default_rng(4)
+        for step in range(steps):
+            action = int(rng.integers(0, len(actions)))
+            previous = obs[0, -1].copy()
+            obs, _, terminals, truncations, _ = vecenv.step(np.array([action]))
+            ale.act(actions[action])
+            assert not (terminals[0] or truncations[0]), "the episode ended: lengthen nothing, pick another seed"
+            np.testing.assert_array_equal(obs[0, -1], frame(), err_msg=f"step {step}")
+            all_brighter += bool((obs[0, -1] >= previous).all())
+    assert all_brighter < steps // 2, f"the newest frame was >= the one before at every pixel in {all_brighter}/{steps}"
 
 
 BACKENDS = [

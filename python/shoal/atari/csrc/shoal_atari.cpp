@@ -15,13 +15,14 @@
 //          before 0..noop_max-1 NOOP frames less the FIRE; the stack padded with zeros; the frame limit
 //          counts the frames after the reset; a life loss ends the skip (terminal_on_life_loss).
 //   envpool  a reset runs 1..noop_max NOOP frames less the FIRE, then FIRE; the frame that ends an
-//          episode is captured and only a full skip is max-pooled; a life loss is seen after the skip,
-//          and the reset that follows it continues the game (EnvPool's episodic_life).
+//          episode is captured and only a full skip of 2 frames or more is max-pooled; a life loss is
+//          seen after the skip, and the reset that follows it continues the game (EnvPool's episodic_life).
 // A reset that follows shoal's vector reset (the core zeroed the env's terminals and truncations;
 // an autoreset follows a step that set one of them) seeds ALE as ale-py's reset(seed=X) does, with
 // X the env's first two 32-bit draws: random_seed = SeedSequence(X).generate_state(2)[1], then the
 // ROM loaded again. Autoresets continue ALE's own random state, as Gymnasium's autoreset does.
 #include <algorithm>
+#include <cfloat>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -130,6 +131,15 @@ std::vector<AreaWeight> area_weights(int source, int target) {
     return weights;
 }
 
+// OpenCV's test for its integer fast path (resizeAreaFast): the scale computed as its resize() computes it
+// (1 / (target / source) in double) lands on an integer. Not every divisor does: 210 to 2 gives
+// 104.99999999999999, and takes the general path. 0 where the general path applies.
+int area_fast_scale(int source, int target) {
+    const double scale = 1.0 / (double(target) / double(source));
+    const double whole = std::nearbyint(scale);
+    return std::abs(scale - whole) < DBL_EPSILON ? int(whole) : 0;
+}
+
 // The horizontal weights as a fixed number of taps per output column, tap-major (tap k of every column,
 // then tap k + 1): the pass then adds one tap to every column at a time, the columns' sums independent of
 // each other, each in OpenCV's order. Zero-weight taps pad the short columns (adding +0.0f to a
@@ -168,7 +178,16 @@ struct Game {
     bool has_fire = false;  // the action set holds FIRE (a FIRE reset presses it)
     ColumnTaps columns;
     std::vector<AreaWeight> rows;
+    int fast_x = 0, fast_y = 0;  // OpenCV's integer scales where it takes its fast path (both, or neither)
 };
+
+void set_resize(Game& game, int size) {
+    game.columns = ColumnTaps(area_weights(game.width, size), size);
+    game.rows = area_weights(game.height, size);
+    game.fast_x = area_fast_scale(game.width, size);
+    game.fast_y = area_fast_scale(game.height, size);
+    if (game.fast_x == 0 || game.fast_y == 0) game.fast_x = game.fast_y = 0;
+}
 
 }  // namespace
 
@@ -286,10 +305,34 @@ void finish_row(const float* sums, uint8_t* out, int size) {
     for (; x < size; ++x) out[x] = uint8_t(std::clamp(int(std::nearbyint(sums[x])), 0, 255));
 }
 
-// OpenCV's ResizeArea_Invoker for one channel of uint8: every source row resized across once, then the
-// rows weighted into each output row's sums in order; rounded to nearest even. `screen` is column by
-// column (column_stride bytes each); `buffer` holds resize_buffer_floats.
+// OpenCV's resizeAreaFast for one channel of uint8: each output pixel the integer sum of its fast_y x fast_x
+// block; a 2x2 block is (sum + 2) >> 2 (its vector path's rounding), any other the float sum * (1.f / area)
+// rounded to nearest even (saturate_cast).
+void resize_area_fast(const Game& game, const uint8_t* screen, uint8_t* target, int size) {
+    const int sx = game.fast_x, sy = game.fast_y;
+    const float scale = 1.f / float(sx * sy);
+    const size_t stride = size_t(game.column_stride);
+    for (int dy = 0; dy < size; ++dy) {
+        for (int dx = 0; dx < size; ++dx) {
+            int sum = 0;
+            for (int x = dx * sx; x < (dx + 1) * sx; ++x) {
+                const uint8_t* column = screen + size_t(x) * stride + size_t(dy * sy);
+                for (int y = 0; y < sy; ++y) sum += column[y];
+            }
+            const int value = sx == 2 && sy == 2 ? (sum + 2) >> 2 : int(std::nearbyint(float(sum) * scale));
+            target[size_t(dy) * size_t(size) + size_t(dx)] = uint8_t(std::clamp(value, 0, 255));
+        }
+    }
+}
+
+// OpenCV's ResizeArea_Invoker for one channel of uint8 (or its fast path, where OpenCV takes it): every
+// source row resized across once, then the rows weighted into each output row's sums in order; rounded to
+// nearest even. `screen` is column by column (column_stride bytes each); `buffer` holds resize_buffer_floats.
 void resize_area(const Game& game, const uint8_t* screen, uint8_t* target, int size, float* buffer) {
+    if (game.fast_x != 0) {
+        resize_area_fast(game, screen, target, size);
+        return;
+    }
     float* across = buffer;
     float* sum = buffer + size_t(game.column_stride) * size_t(size);
     for (int first = 0; first < game.height; first += kRowBlock)
@@ -514,8 +557,9 @@ int step_gymnasium(AtariEnv* env, ale::Action chosen) {
     return terminated || truncated ? SHOAL_EPISODE_OVER : SHOAL_EPISODE_RUNNING;
 }
 
-// EnvPool's: the frame that ends the game is kept too, only a full skip is max-pooled, and a life loss is
-// seen after the skip; its step limit counted as the frames of the steps since the game's reset.
+// EnvPool's: the frame that ends the game is kept too, only a full skip of 2 frames or more is max-pooled (one
+// frame is that frame, as EnvPool and Gymnasium give it), and a life loss is seen after the skip; its step
+// limit counted as the frames of the steps since the game's reset.
 int step_envpool(AtariEnv* env, ale::Action chosen) {
     double reward = 0.0;
     bool game_over = false;
@@ -523,9 +567,9 @@ int step_envpool(AtariEnv* env, ale::Action chosen) {
     for (; left > 0 && !game_over; --left) {
         reward += env->ale->act(frame_action(env, chosen));
         game_over = env->ale->game_over(false);
-        if (left <= 2) grayscale(env, env->screens[2 - left]);
+        if (left <= 2) grayscale(env, env->screens[env->frame_skip == 1 ? 0 : 2 - left]);
     }
-    push_frame(env, left == 0);
+    push_frame(env, left == 0 && env->frame_skip > 1);
     write_stack(env);
     env->episode_frames += env->frame_skip;
     const int lives = env->ale->lives();
@@ -594,8 +638,7 @@ int atari_configure(shoal_env_spec* spec, const void* params, char* error) {
                       game->height, game->width);
         return 1;
     }
-    game->columns = ColumnTaps(area_weights(game->width, p.screen_size), p.screen_size);
-    game->rows = area_weights(game->height, p.screen_size);
+    set_resize(*game, p.screen_size);
     spec->obs_shape[0] = p.stack_size;
     spec->obs_shape[1] = p.screen_size;
     spec->obs_shape[2] = p.screen_size;
@@ -677,8 +720,7 @@ SHOAL_EXTERN_C SHOAL_VISIBLE void shoal_atari_resize_area(const uint8_t* source,
     game.height = height;
     game.width = width;
     game.column_stride = column_stride(height);
-    game.columns = ColumnTaps(area_weights(width, size), size);
-    game.rows = area_weights(height, size);
+    set_resize(game, size);
     std::vector<uint8_t> columns(screen_bytes(game));
     for (int y = 0; y < height; ++y)
         for (int x = 0; x < width; ++x)
