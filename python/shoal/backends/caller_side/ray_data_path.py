@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 import time
 
 import numpy as np
@@ -77,12 +78,14 @@ class RayDataPath:
         """Whether worker w's actor steps its envs in the caller's rows (nothing to copy)."""
         return self._maps_rows[w]
 
-    def actors_changed(self, workers=None) -> None:
+    def actors_changed(self, workers=None, wait: bool = True) -> None:
         """Forgets what was known of the actors of ``workers`` (all if None): their graphs are torn
         down, and the next step asks each actor again whether it maps the caller's rows and compiles a
-        graph for it. Call it when actors were replaced, or when calls in flight are to be forgotten."""
+        graph for it. Call it when actors were replaced, or when calls in flight are to be forgotten
+        (their steps end before this returns). ``wait=False``: the teardown runs in a thread of its own,
+        for actors that are dead or stuck (Ray waits up to its teardown timeout for those)."""
         for w in range(len(self._graphs)) if workers is None else workers:
-            self._drop_graph(w)
+            self._drop_graph(w, wait)
             self._handles[w] = None
 
     def step(self, w: int, handle, actions: np.ndarray):
@@ -112,20 +115,24 @@ class RayDataPath:
         try:
             result, gave_up = wait_graph(ref, timeout, still_waiting, RayChannelTimeoutError)
             if gave_up:
-                self._drop_graph(w)
+                self._drop_graph(w, wait=False)
             return result
         except RayChannelTimeoutError as exc:
-            self._drop_graph(w)
+            self._drop_graph(w, wait=False)
             raise self._GetTimeoutError(f"worker {w}'s step took longer than {timeout} s") from exc
         except self._RayActorError:
-            self._drop_graph(w)
+            self._drop_graph(w, wait=False)
             raise
         except self._RayError as exc:
             # The graph broke: the actor died (Ray tears a graph down when one of its actors does),
             # or could not hand its result over. Asking the actor tells which.
-            self._drop_graph(w)
             handle = self._handles[w]
-            self.ray.get(handle.__ray_ready__.remote(), timeout=PROBE_S)  # raises RayActorError if dead
+            try:
+                self.ray.get(handle.__ray_ready__.remote(), timeout=PROBE_S)
+            except self._RayError:
+                self._drop_graph(w, wait=False)
+                raise  # a RayActorError if it died
+            self._drop_graph(w)  # alive: its graph ends before another is compiled for it
             raise self._RayError(f"Ray's compiled graph could not deliver the result: {exc}") from exc
 
     def describe(self) -> list[str]:
@@ -136,15 +143,16 @@ class RayDataPath:
         ]
 
     def close(self) -> None:
-        """Tears every graph down and closes the caller's descriptor of the rows (arrays stay valid)."""
-        self.actors_changed()
+        """Tears down the graphs left (in the background: their actors are gone or stuck) and closes the
+        caller's descriptor of the rows (arrays stay valid)."""
+        self.actors_changed(wait=False)
         if self._shared is not None:
             self._shared.close()
 
     # -- inside ---------------------------------------------------------------------------------------
 
     def _adopt(self, w: int, handle) -> None:
-        self._drop_graph(w)
+        self._drop_graph(w, wait=False)  # the old actor is gone (a replacement)
         self._maps_rows[w] = bool(self.ray.get(handle.rows_shared.remote()))
         self._handles[w] = handle
 
@@ -153,11 +161,19 @@ class RayDataPath:
             self._graphs[w] = compile_step(handle)
         return self._graphs[w]
 
-    def _drop_graph(self, w: int) -> None:
+    def _drop_graph(self, w: int, wait: bool = True) -> None:
         graph, self._graphs[w] = self._graphs[w], None
-        if graph not in (None, NO_GRAPH):
-            with contextlib.suppress(Exception):  # an actor that died took its end of the graph with it
-                graph.teardown()
+        if graph in (None, NO_GRAPH):
+            return
+        if wait:
+            teardown(graph)
+        else:
+            threading.Thread(target=teardown, args=(graph,), name="shoal-ray-graph-teardown", daemon=True).start()
+
+
+def teardown(graph) -> None:
+    with contextlib.suppress(Exception):  # an actor that died took its end of the graph with it
+        graph.teardown()
 
 
 def wait_graph(ref, timeout: float | None, still_waiting, timeout_error) -> tuple:
