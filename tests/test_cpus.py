@@ -117,8 +117,9 @@ def _own_cpu_cgroup() -> tuple[Path, int] | str:
 
 
 def test_real_cgroup_quota_caps_every_default():
-    """A cgroup created here with a quota of one CPU: a child moved into it counts 1 usable CPU and
-    defaults to one thread and one worker, where its affinity allows more."""
+    """A cgroup created here with a quota of one CPU: a child moved into it counts 1 usable CPU,
+    defaults to one thread and one worker, and its pool spins no thread beside the caller, where its
+    affinity allows more."""
     if cpus.affinity_cpus() < 2:
         pytest.skip("needs an affinity mask of 2 CPUs or more to see a quota cap it")
     own = _own_cpu_cgroup()
@@ -141,7 +142,11 @@ def test_real_cgroup_quota_caps_every_default():
             "from shoal import cpus\n"
             "from shoal.backends.multithreading import default_num_threads\n"
             "from shoal.backends.caller_side.env_split import worker_layout\n"
-            "print(cpus.usable_cpus(), default_num_threads(64), worker_layout(64).num_workers)\n"
+            "from shoal.envs import CartPole\n"
+            "from shoal.vector import make\n"
+            "with make(CartPole, backend='Multithreading', num_envs=8, max_num_threads=2) as v:\n"
+            "    spinning = v.env.pool_stats()['active_limit']\n"
+            "print(cpus.usable_cpus(), default_num_threads(64), worker_layout(64).num_workers, spinning)\n"
         )
         out = subprocess.run(
             [sys.executable, "-c", code],
@@ -151,6 +156,8 @@ def test_real_cgroup_quota_caps_every_default():
             timeout=60,
             check=True,
         ).stdout
-        assert out.split() == ["1", "1", "1"]
+        # usable CPUs, default threads, default workers, pool threads that may spin at once (a pool of
+        # 2 asked for explicitly: the quota's one CPU is the caller's, so none spins)
+        assert out.split() == ["1", "1", "1", "0"]
     finally:
         group.rmdir()

@@ -109,7 +109,7 @@ BoundVector* make_vector(Spec spec, size_t num_envs, ParamMatrix params, int32_t
                          py::array observations, py::array final_observations, py::array actions, py::array rewards,
                          py::array terminals, py::array truncations, py::array masks, unsigned num_threads,
                          const std::string& schedule, size_t dynamic_chunk, bool pin_threads, size_t num_buffers,
-                         const std::string& box_actions) {
+                         const std::string& box_actions, unsigned cpu_limit) {
     shoal::VectorOptions options;
     options.num_threads = num_threads;
     options.schedule = parse_schedule(schedule);
@@ -117,6 +117,7 @@ BoundVector* make_vector(Spec spec, size_t num_envs, ParamMatrix params, int32_t
     options.pin_threads = pin_threads;
     options.num_buffers = num_buffers;
     options.box_actions = shoal::parse_box_actions(box_actions);
+    options.cpu_limit = cpu_limit;
     return new BoundVector(std::move(spec), num_envs, std::move(params), max_episode_steps, observations,
                            final_observations, actions, rewards, terminals, truncations, masks, options);
 }
@@ -158,7 +159,7 @@ void bind_vector(py::module_& m) {
              py::arg("max_episode_steps"), py::arg("observations"), py::arg("final_observations"), py::arg("actions"),
              py::arg("rewards"), py::arg("terminals"), py::arg("truncations"), py::arg("masks"), py::arg("num_threads"),
              py::arg("schedule") = "static", py::arg("dynamic_chunk") = 0, py::arg("pin_threads") = false,
-             py::arg("num_buffers") = 1, py::arg("box_actions") = "pass")
+             py::arg("num_buffers") = 1, py::arg("box_actions") = "pass", py::arg("cpu_limit") = 0)
         .def(
             "reset",
             [](V& v, uint64_t seed) {

@@ -52,7 +52,7 @@ class Vector:
     """
     Native envs over caller-owned buffers, stepped by a worker pool.
     """
-    def __init__(self, spec: EnvSpec, num_envs: typing.SupportsInt | typing.SupportsIndex, params: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], max_episode_steps: typing.SupportsInt | typing.SupportsIndex, observations: numpy.ndarray, final_observations: numpy.ndarray, actions: numpy.ndarray, rewards: numpy.ndarray, terminals: numpy.ndarray, truncations: numpy.ndarray, masks: numpy.ndarray, num_threads: typing.SupportsInt | typing.SupportsIndex, schedule: str = 'static', dynamic_chunk: typing.SupportsInt | typing.SupportsIndex = 0, pin_threads: bool = False, num_buffers: typing.SupportsInt | typing.SupportsIndex = 1, box_actions: str = 'pass') -> None:
+    def __init__(self, spec: EnvSpec, num_envs: typing.SupportsInt | typing.SupportsIndex, params: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], max_episode_steps: typing.SupportsInt | typing.SupportsIndex, observations: numpy.ndarray, final_observations: numpy.ndarray, actions: numpy.ndarray, rewards: numpy.ndarray, terminals: numpy.ndarray, truncations: numpy.ndarray, masks: numpy.ndarray, num_threads: typing.SupportsInt | typing.SupportsIndex, schedule: str = 'static', dynamic_chunk: typing.SupportsInt | typing.SupportsIndex = 0, pin_threads: bool = False, num_buffers: typing.SupportsInt | typing.SupportsIndex = 1, box_actions: str = 'pass', cpu_limit: typing.SupportsInt | typing.SupportsIndex = 0) -> None:
         ...
     def abandon(self) -> None:
         """

@@ -56,6 +56,9 @@ struct PoolOptions {
     bool pin_threads = false;         ///< pin worker i to the (i+1)-th allowed CPU (mod count); caller untouched
     unsigned max_active_workers = 0;  ///< workers that may spin/await rounds at once; 0 = auto (CPUs - reserved)
     unsigned reserved_cpus = 1;       ///< for auto: CPUs kept for busy threads outside the workers (the caller)
+    /// for auto: CPUs the process may use where fewer than its affinity mask (a cgroup CPU quota,
+    /// told by the owner: shoal.cpus.usable_cpus()); 0 = the affinity mask
+    unsigned cpu_limit = 0;
     /// Whether a worker (or the caller) that finds it was descheduled parks the workers for a
     /// while. Off where the threads outside the pool alternate between bursts of their own work and
     /// waiting (a pipeline's caller): being descheduled by such a burst says nothing about the
@@ -361,7 +364,8 @@ private:
     [[nodiscard]] unsigned active_limit() const noexcept {
         if (options_.max_active_workers != 0) return options_.max_active_workers;
         const unsigned reserved = std::max(1u, options_.reserved_cpus);
-        return cpu_count_ > reserved ? cpu_count_ - reserved : 0;
+        const unsigned cpus = options_.cpu_limit != 0 ? std::min(cpu_count_, options_.cpu_limit) : cpu_count_;
+        return cpus > reserved ? cpus - reserved : 0;
     }
 
     // ---- thread management ---------------------------------------------------------------------

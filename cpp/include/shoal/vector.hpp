@@ -38,6 +38,7 @@ struct VectorOptions {
     bool pin_threads = false;
     size_t num_buffers = 1;                     ///< > 1: pipelined, the envs form this many equal buffers
     BoxActions box_actions = BoxActions::Pass;  ///< what Box actions outside the bounds do (actions.hpp)
+    unsigned cpu_limit = 0;  ///< CPUs the process may use (a cgroup quota), 0 = its affinity mask (PoolOptions)
 };
 
 /// An action array as the fast check sees it (the bindings describe a numpy array with it).
@@ -80,6 +81,7 @@ public:
           reset_pacer_(stop_, num_envs),
           episodes_(num_envs),
           pin_threads_(options.pin_threads),
+          cpu_limit_(options.cpu_limit),
           box_actions_(options.box_actions) {
         vec_ = std::make_unique<EnvArray>(spec, num_envs, params, max_episode_steps, buffers);
         pool_ =
@@ -353,6 +355,7 @@ private:
         options.schedule = schedule;
         options.dynamic_chunk = dynamic_chunk;
         options.pin_threads = pin_threads_;
+        options.cpu_limit = cpu_limit_;
         options.reserved_cpus = num_buffers > 1 ? 2 : 1;
         options.park_on_contention = num_buffers == 1;
         return options;
@@ -391,6 +394,7 @@ private:
     std::vector<EpisodeTally> log_blocks_;  // collect_log's per-block parts, one per block of all envs
     std::unique_ptr<Pipeline> pipeline_;    // declared last: destroyed first
     bool pin_threads_ = false;
+    unsigned cpu_limit_ = 0;
     BoxActions box_actions_ = BoxActions::Pass;
     unsigned num_threads_ = 0;
     std::atomic<bool> busy_{false};

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import _native
+from .. import _native, cpus
 from ..backends.interrupts import guarded, interrupted_reason, signals_held
 from ..buffers import Buffers, check_estimate, native_vector_estimate, out_of_memory
 from ..call_order import CLOSED, IN_CALL, READY_TO_RECV, READY_TO_SEND, used_concurrently
@@ -181,6 +181,7 @@ class NativeEnv(PufferEnv):
             0,
             bool(pin_threads),
             num_buffers,
+            cpu_limit=cpus.usable_cpus(),  # the pool's spinning threads stay within a cgroup CPU quota
         )
         self.num_buffers = self._vec.num_buffers
         envs_per_buffer = self.num_envs // self.num_buffers
