@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 
-from . import _native
+from . import cpus
 from .optional import optional_module
 
 #: AsyncVectorEnv starts one process per env: beyond this many it measures process thrashing
@@ -64,7 +64,7 @@ def _envpool(env_id: str, num_envs: int) -> GymnasiumAdapter:
         env_type="gymnasium",
         num_envs=num_envs,
         batch_size=num_envs,
-        num_threads=_native.physical_cores(),
+        num_threads=cpus.physical_cores(),
         seed=0,
     )
     return EnvPoolAdapter(env, num_envs)
@@ -82,7 +82,7 @@ def peer_builders(env_name: str, creator, num_envs: int) -> tuple[list[tuple[str
             left_out.append("EnvPool: not installed (pip install envpool)")
         elif env_id in envpool.list_all_envs():
             builders.append(
-                (f"EnvPool {env_id} T={_native.physical_cores()}", functools.partial(_envpool, env_id, num_envs))
+                (f"EnvPool {env_id} T={cpus.physical_cores()}", functools.partial(_envpool, env_id, num_envs))
             )
         else:
             left_out.append(f"EnvPool: has no {env_id}")
