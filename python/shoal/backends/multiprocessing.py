@@ -110,7 +110,8 @@ class Multiprocessing(WorkerBackend):
 
     ``timeout``: seconds a worker has, from dispatch, to finish a step or reset (None: no limit).
     ``on_worker_failure``: a worker that dies or misses its deadline raises WorkerError and closes the
-    vector (``"raise"``), or is replaced and its envs reset (``"restart"``; see backends/caller_side/restart.py).
+    vector (``"raise"``), or is replaced and its envs reset (``"restart"``; see backends/caller_side/restart.py),
+    at most ``max_restarts`` times per worker within ``restart_window`` seconds, then WorkerError.
     """
 
     python_envs_here = True
