@@ -334,6 +334,43 @@ def test_restart_lands_away_from_the_lost_node_and_the_rollout_completes(sim, fa
         sim.renew(lost, frozen)
 
 
+@pytest.mark.parametrize("fault", ["SIGKILL", "SIGSTOP"])
+def test_elastic_keeps_stepping_with_the_lost_rows_masked(sim, fault):
+    """The healthy actors step on while the lost one's replacement starts on a survivor; its rows are
+    masked out and said lost in infos until it rejoins, reset, as a restart's."""
+    vecenv = make(make_cartpole, backend=RAY, num_envs=3, num_workers=3, on_worker_failure="elastic")
+    frozen = []
+    try:
+        vecenv.reset(seed=1)
+        step_through(vecenv, 3)
+        w, lost = victim_of(sim, vecenv)
+        if fault == "SIGKILL":
+            sim.kill_raylet(lost)
+        else:
+            frozen = sim.freeze(lost)
+        others = [v for v in range(3) if v != w]
+        masked, slowest, rejoined = 0, 0.0, []
+        deadline = time.monotonic() + 60
+        while not rejoined and time.monotonic() < deadline:
+            start = time.monotonic()
+            (infos,) = step_through(vecenv, 1)
+            took = time.monotonic() - start
+            rejoined = [i for i in infos if "worker_restart" in i]
+            if any("worker_lost" in i for i in infos):
+                assert not vecenv.buf.masks[w] and vecenv.buf.masks[others].all()
+                if masked:  # the step that noticed the loss waited for it; those after it may not
+                    slowest = max(slowest, took)
+                masked += 1
+        assert [i["worker_restart"]["worker"] for i in rejoined] == [w], rejoined
+        assert masked >= 2 and slowest < 1.0, (masked, slowest)
+        assert vecenv.worker_nodes[w].node_id != lost
+        for _ in step_through(vecenv, 5):
+            assert vecenv.buf.masks.all()
+    finally:
+        vecenv.close()
+        sim.renew(lost, frozen)
+
+
 def test_frozen_node_raises_within_seconds_by_default(sim):
     """No timeout given: the liveness check notices a frozen node (Ray's own takes about a minute)."""
     vecenv = make(make_cartpole, backend=RAY, num_envs=3, num_workers=3)

@@ -60,6 +60,7 @@ from .caller_side.ray_session import Actors, connect
 from .caller_side.worker_backend import WorkerBackend
 from .closing import BoundedClose, raise_failures
 from .interrupts import guarded, signals_held
+from .ray_elastic import ELASTIC, ElasticWorkers, check_ray_on_worker_failure
 from .ray_placement import (
     SETTLE_S,
     Plan,
@@ -140,7 +141,10 @@ class Ray(WorkerBackend):
         env_creators, env_args, env_kwargs = envs
         # Cores are the cluster's, checked once connected; worker_layout checks the rest now.
         self._configure_workers(num_envs, seed, worker_options, limit_to_cores=False)
-        self._configure_failures(timeout, on_worker_failure)
+        elastic = check_ray_on_worker_failure(on_worker_failure) == ELASTIC
+        # The shared layer knows raise and restart; elastic is Ray's own (ray_elastic.py).
+        self._configure_failures(timeout, "restart" if elastic else on_worker_failure)
+        self.on_worker_failure = on_worker_failure
         if ray_address is not None and (not isinstance(ray_address, str) or not ray_address.strip()):
             raise APIUsageError(
                 f"ray_address must be a Ray cluster address such as '10.0.0.1:6379' or "
@@ -185,6 +189,7 @@ class Ray(WorkerBackend):
             self.worker_threads = list(plan.threads) if self.native else None
             self._history = NodeHistory()  # failures per node: replacements go elsewhere
             self._heartbeat = Heartbeat(ray)
+            self._elastic = ElasticWorkers(self) if elastic else None
             caller_path = [os.path.abspath(p) for p in sys.path if p]
             # What each actor is built from, kept: a restart builds the actor again. The slices are
             # pickled here, so the actor can extend its import path before it unpickles.
@@ -217,6 +222,7 @@ class Ray(WorkerBackend):
         self._refs: list = [None] * self.num_workers  # in-flight call of each actor
         self._blocks: list = [None] * self.num_workers
         self._init_batches()
+        self._lost_block = self._elastic.lost_block() if self._elastic is not None else None
 
     @property
     def worker_paths(self) -> list[str]:
@@ -294,7 +300,7 @@ class Ray(WorkerBackend):
             except self._RayError as exc:
                 raise WorkerError(f"Ray actor {w} died while creating envs {self._env_range(w)}: {exc}") from exc
             self.worker_pids[w], self.worker_hosts[w] = pid, host
-            self.worker_nodes[w] = WorkerNode(node_id, self._address_of(node_id))
+            self.worker_nodes[w] = self._worker_node(node_id)
             counts.append(self._ready_count(w, self._origin(w), count, failure))
         return counts
 
@@ -306,6 +312,9 @@ class Ray(WorkerBackend):
             worker_actions = shared[self._worker_rows[w]]
             np.copyto(worker_actions, actions[i * rows : (i + 1) * rows], casting="unsafe")
             # Ray serializes the actions as the call starts, so the rows may be reused right away.
+            if self._elastic is not None and w in self._elastic:  # lost: answered without it
+                self._dispatch(w, self._elastic.call(w, None))
+                continue
             self._dispatch(w, self._data_path.step(w, self._handles[w], worker_actions))
 
     @guarded
@@ -342,6 +351,9 @@ class Ray(WorkerBackend):
 
     def _dispatch_reset(self, w: int, seed: int) -> None:
         self._blocks[w] = None
+        if self._elastic is not None and w in self._elastic:  # lost: answered without it
+            self._dispatch(w, self._elastic.call(w, seed))
+            return
         self._dispatch(w, self._handles[w].reset.remote(seed))
 
     def _dispatch(self, w: int, ref) -> None:
@@ -472,7 +484,16 @@ class Ray(WorkerBackend):
         """A dead or late actor's result (WorkerBackend._worker_failed): its replacement's reset
         stands in for the lost call's, as ``(block, infos, None)``."""
         infos = self._worker_failed(w, reason, detail)
+        if self._elastic is not None:
+            return self._lost_block, infos, None
         return self._blocks[w], infos, None
+
+    def _worker_failed(self, w: int, reason: str, detail: str = "") -> list | None:
+        if self._elastic is None:
+            return super()._worker_failed(w, reason, detail)
+        if self._order.closed:
+            raise self._closed_while_waiting()
+        return self._elastic.lose(w, f"{self._origin(w)} {reason}")
 
     def _kill_on_close(self, workers) -> None:
         self._actors.kill_now.update(workers)
@@ -487,21 +508,32 @@ class Ray(WorkerBackend):
             self._addresses.update((n["NodeID"], n.get("NodeManagerAddress", "?")) for n in self._ray.nodes())
         return self._addresses.get(node_id, "?")
 
+    def _worker_node(self, node_id: str) -> WorkerNode:
+        return WorkerNode(node_id, self._address_of(node_id))
+
+    def _creation_limit(self) -> float:
+        return creation_timeout(self.timeout, MIN_ACTOR_START_S)
+
+    def _replacement_node(self, w: int, error=None):
+        """The healthy node for worker w's replacement (ray_recovery.py); a WorkerError if none has room."""
+        cpus, nodes = self._plan.cpus[w], cluster_nodes(self._ray)
+        node = replacement_node(nodes, self._history, cpus)
+        if node is None:
+            raise WorkerError(no_room(w, cpus, nodes, self._history) + (f"\nlast attempt: {error}" if error else ""))
+        self._addresses[node.node_id] = node.address
+        return node
+
+    _node_strategy = staticmethod(node_strategy)
+
     def _replace(self, w: int) -> None:
         """A new actor for worker w on a healthy node (ray_recovery.py), retried elsewhere after a back-off."""
         self._kill(w)
         self._history.failed(self.worker_nodes[w].node_id)
-        cpus, error = self._plan.cpus[w], None
+        error = None
         for attempt in range(ATTEMPTS):
             if attempt:
                 time.sleep(BACKOFF_S[min(attempt - 1, len(BACKOFF_S) - 1)])
-            nodes = cluster_nodes(self._ray)
-            node = replacement_node(nodes, self._history, cpus)
-            if node is None:
-                raise WorkerError(
-                    no_room(w, cpus, nodes, self._history) + (f"\nlast attempt: {error}" if error else "")
-                )
-            self._addresses[node.node_id] = node.address
+            node = self._replacement_node(w, error)
             self.worker_nodes[w] = WorkerNode(node.node_id, node.address)
             self._handles[w] = self._host(w, node_strategy(node.node_id)).remote(*self._actor_args[w])
             try:

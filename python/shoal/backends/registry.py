@@ -19,6 +19,7 @@ from ..validation import check_bool, check_integer
 from .caller_side.deadlines import FAILURE_POLICIES, check_on_worker_failure, check_timeout
 from .caller_side.env_split import WORKER_OPTIONS as WORKER_DEFAULTS
 from .caller_side.restart import RESTART_OPTIONS, check_max_restarts, check_restart_window
+from .ray_elastic import RAY_FAILURE_POLICIES, check_ray_on_worker_failure
 from .ray_placement import PLACEMENTS, check_actor_options, check_exclude_driver_node, check_placement
 from .start_methods import START_METHODS, check_start_method
 
@@ -148,6 +149,16 @@ FAULTS = (
         "seconds > 0 | none",
     ),
 )
+#: Ray's own on_worker_failure: the shared policies and elastic (backends/ray_elastic.py)
+RAY_ON_WORKER_FAILURE = Option(
+    "on_worker_failure",
+    "raise",
+    "text",
+    check_ray_on_worker_failure,
+    "as Multiprocessing's; elastic: the others keep stepping while a replacement starts, "
+    "the lost rows masked (docs/cluster.md)",
+    " | ".join(RAY_FAILURE_POLICIES),
+)
 THREADS = Option(
     "max_num_threads",
     None,
@@ -231,7 +242,7 @@ OPTIONS: dict[str, tuple[Option, ...]] = {
             "address",
         ),
         THREADS,
-        *FAULTS,
+        *(RAY_ON_WORKER_FAILURE if o.name == "on_worker_failure" else o for o in FAULTS),
         Option(
             "placement",
             "spread",
@@ -380,17 +391,19 @@ def options_table() -> str:
         + " \\| ".join(OPTIONS)
         + " | which backend steps the envs |"
     )
-    seen: dict[str, list[str]] = {}
-    entries: dict[str, Option] = {}
+    # One row per option; a backend's own variant of a shared name (Ray's on_worker_failure) gets its own.
+    seen: dict[tuple, list[str]] = {}
+    entries: dict[tuple, Option] = {}
     for backend, opts in {"(all)": COMMON, **OPTIONS}.items():
         for opt in opts:
-            seen.setdefault(opt.name, []).append(backend)
-            entries.setdefault(opt.name, opt)
-    for name, backends in seen.items():
-        opt = entries[name]
+            key = (opt.name, opt.allowed, opt.doc)
+            seen.setdefault(key, []).append(backend)
+            entries.setdefault(key, opt)
+    for key, backends in seen.items():
+        opt = entries[key]
         default = "unset" if opt.default is None else f"`{opt.default}`"
         allowed = opt.allowed.replace("|", "\\|")
-        rows.append(f"| `{name}` | {', '.join(backends)} | {default} | {allowed} | {opt.doc} |")
+        rows.append(f"| `{opt.name}` | {', '.join(backends)} | {default} | {allowed} | {opt.doc} |")
     return "\n".join(rows) + "\n"
 
 
