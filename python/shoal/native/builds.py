@@ -153,6 +153,7 @@ def cached_build(
     (``title``, the cache folder, then how far it is; see progress.py)."""
     final = entry(root, name, key)
     private_folder(root, error)
+    remove_dead_stages(root)  # on a hit too: a build killed beside a finished one leaves its stage
     title = title or f"building {name}"
     with _key_lock(root, final.name, title):  # a second process waits for the first one's build
         damaged = None
@@ -162,7 +163,6 @@ def cached_build(
                 mark_used(final)
                 return final
             manifest.discard(final)
-        remove_dead_stages(root)
         _build_into(final, product, build, error, title, damaged)
     problem = manifest.damage(final / product)
     if problem is not None:
