@@ -20,6 +20,7 @@ def add_commands(sub) -> None:
     )
     parser.add_argument("family", choices=FAMILIES)
     parser.add_argument("names", nargs="*", help="mujoco tasks or Ocean envs to build (default: every one)")
+    parser.add_argument("--source", help="ocean: a PufferLib repository root or its pufferlib/ocean folder")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines (as SHOAL_QUIET=1)")
     parser.set_defaults(func=cmd_build)
 
@@ -29,9 +30,13 @@ def cmd_build(args, overrides) -> int:
 
     if overrides:
         raise APIUsageError(f"shoal build takes no overrides, got {' '.join(overrides)}")
+    if args.source and args.family != "ocean":
+        raise APIUsageError(f"--source names a PufferLib tree, for shoal build ocean, not {args.family}")
     if args.quiet:
         progress.set_quiet(True)
-    return {"atari": build_atari, "mujoco": build_mujoco, "ocean": build_ocean}[args.family](args.names)
+    if args.family == "ocean":
+        return build_ocean(args.names, args.source)
+    return {"atari": build_atari, "mujoco": build_mujoco}[args.family](args.names)
 
 
 def build_atari(names) -> int:
@@ -58,15 +63,15 @@ def build_mujoco(names) -> int:
     return 0
 
 
-def build_ocean(names) -> int:
+def build_ocean(names, source=None) -> int:
     from .ocean import available, env_class
     from .ocean.source import build_cache_dir
     from .ocean.unavailable import PENDING, UNAVAILABLE
 
     failed = []
-    for name in names or [n for n in available() if n not in UNAVAILABLE and n not in PENDING]:
+    for name in names or [n for n in available(source) if n not in UNAVAILABLE and n not in PENDING]:
         try:
-            print(f"shoal build ocean: {name}: {env_class(name).ocean['library'].path}")
+            print(f"shoal build ocean: {name}: {env_class(name, source).ocean['library'].path}")
         except APIUsageError as error:
             if names:
                 raise
