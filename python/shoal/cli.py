@@ -50,6 +50,9 @@ def describe_vecenv(vecenv) -> dict:
     for attr in ("max_num_threads", "num_workers", "batch_size", "start_method", "schedule"):
         if hasattr(vecenv, attr):
             desc[attr] = getattr(vecenv, attr)
+    nodes = getattr(vecenv, "worker_nodes", None)  # Ray: the node of each actor, in worker order
+    if nodes:
+        desc["worker_nodes"] = ", ".join(f"{n.node_id[:12]} ({n.address})" for n in nodes)
     desc.update(
         shoal=__version__,
         python=platform.python_version(),
