@@ -4,6 +4,7 @@ back off, and the failure past the budget is a WorkerError naming the env and th
 status, so an env that dies at every step ends the run instead of being replaced forever."""
 
 import os
+import re
 import signal
 import time
 
@@ -51,7 +52,7 @@ def test_an_env_that_dies_in_its_first_step_ends_in_worker_error(time_limit):
     assert steps == 6, f"WorkerError after {steps} steps"
     message = str(raised.value)
     assert "exited with code 3" in message, message
-    assert "DiesInFirstStep" in message and "envs 0..0" in message, message
+    assert "DiesInFirstStep" in message and re.search(r"envs ([01])\.\.\1 ", message), message
     assert "max_restarts=5" in message and "replaced 5 times" in message, message
     assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in pids)
 

@@ -9,7 +9,8 @@ each an open file descriptor, for the life of the process.
 Here nothing in Python runs when the memory goes: the mmap object holds its own descriptor of the
 file and closes it, with the mapping, in C once the last view of it is gone. Where workers are
 spawned (not forked) the file's first descriptor stays open too, to be handed to each worker that
-starts; release() closes it (the pool's shutdown, with signals held).
+starts; release() closes it (the pool's shutdown, with signals held). Windows has no such files: there
+the mapping is an anonymous one with a unique tag, which a spawned worker opens by its tag.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from __future__ import annotations
 import errno
 import mmap
 import os
+import sys
 import tempfile
+import uuid
 from multiprocessing import reduction
 
 
@@ -28,8 +31,13 @@ class SharedMapping:
     inherits the mapping itself). Create it with signals held: the file has a name until it is unlinked.
     """
 
-    def __init__(self, size: int, keep_fd: bool = False, fd: int = -1):
+    def __init__(self, size: int, keep_fd: bool = False, fd: int = -1, tag: str | None = None):
         self.size = size
+        self.fd = -1
+        if sys.platform == "win32":
+            self.tag = tag or f"shoal-vector-{os.getpid()}-{uuid.uuid4().hex}"
+            self.buffer = mmap.mmap(-1, size, tagname=self.tag)
+            return
         owned = fd < 0
         if owned:
             fd = _anonymous_file()
@@ -53,6 +61,8 @@ class SharedMapping:
             os.close(fd)
 
     def __reduce__(self):
+        if sys.platform == "win32":
+            return _attach_tag, (self.size, self.tag)
         if self.fd < 0:
             raise TypeError("this shared memory was made for forked workers (or released); it cannot be pickled")
         return _attach, (self.size, reduction.DupFd(self.fd))
@@ -61,6 +71,10 @@ class SharedMapping:
 def _attach(size: int, dupfd) -> SharedMapping:
     """A spawned worker's mapping of the caller's file."""
     return SharedMapping(size, fd=dupfd.detach())
+
+
+def _attach_tag(size: int, tag: str) -> SharedMapping:
+    return SharedMapping(size, tag=tag)
 
 
 def _anonymous_file() -> int:
