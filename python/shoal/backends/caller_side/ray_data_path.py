@@ -36,7 +36,7 @@ from ..wire.shared_rows import RowsSpec, shared_rows
 
 logger = logging.getLogger(__name__)
 
-#: seconds a compiled graph's actor has to tell whether it is alive after its graph failed
+#: seconds an actor has to answer a question of the data path (is it alive, does it map the rows)
 PROBE_S = 5.0
 #: seconds between two looks at an actor whose graph result is out (liveness checks)
 WAIT_SLICE_S = 1.0
@@ -90,8 +90,8 @@ class RayDataPath:
 
     def step(self, w: int, handle, actions: np.ndarray):
         """Starts worker w's step (its actions already in ``buf.actions``); returns what ``get`` takes."""
-        if self._handles[w] is not handle:
-            self._adopt(w, handle)
+        if self._handles[w] is not handle and not self._adopt(w, handle):
+            return handle.step.remote(actions)  # it did not answer: this call reports why
         payload = None if self._maps_rows[w] else actions
         if self.use_graphs:
             graph = self._graph(w, handle)
@@ -151,10 +151,16 @@ class RayDataPath:
 
     # -- inside ---------------------------------------------------------------------------------------
 
-    def _adopt(self, w: int, handle) -> None:
+    def _adopt(self, w: int, handle) -> bool:
+        """Takes ``handle`` as worker w's actor; False if it did not say whether it maps the caller's rows."""
         self._drop_graph(w, wait=False)  # the old actor is gone (a replacement)
-        self._maps_rows[w] = bool(self.ray.get(handle.rows_shared.remote()))
+        try:
+            self._maps_rows[w] = bool(self.ray.get(handle.rows_shared.remote(), timeout=PROBE_S))
+        except self._RayError:  # dead or not answering: the step's own call fails as it should
+            self._maps_rows[w] = False
+            return False
         self._handles[w] = handle
+        return True
 
     def _graph(self, w: int, handle):
         if self._graphs[w] is None:

@@ -4,6 +4,7 @@ rows (wire/shared_rows.py), where a step returns only its infos."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import socket
@@ -46,6 +47,7 @@ class EnvHost:
         # make the caller's import path visible before unpickling them. On other machines those
         # modules must be installed (or shipped with Ray's runtime_env).
         sys.path.extend(p for p in caller_path if p not in sys.path)
+        _numpy_only_channels()
         try:
             envs = pickle.loads(payload)
             self.block = np.zeros(max(block_size(shape.observation_space, shape.action_space, rows), 1), dtype=np.uint8)
@@ -97,6 +99,16 @@ class EnvHost:
         """Closes every env, even if some fail; returns the failures (the actor is killed next)."""
         runner, self.runner = self.runner, None
         return runner.close() if runner is not None else []
+
+
+def _numpy_only_channels() -> None:
+    """Ray's compiled-graph channels ask whether torch is there by importing it, in the actor, at the
+    first step (seconds, and hundreds of MB, per actor); this actor hands them numpy arrays and plain
+    Python objects, which they carry without torch, so it tells them there is none."""
+    with contextlib.suppress(Exception):  # a Ray without compiled graphs, or with other internals
+        from ray.experimental.channel.common import ChannelContext
+
+        ChannelContext.get_current()._torch_available = False
 
 
 def _node_id() -> str:
