@@ -114,3 +114,43 @@ def test_a_missing_native_library_names_the_path_and_the_export_name(tmp_path):
 
 def test_the_default_config_still_runs_cartpole():
     assert load().env_name == "cartpole" and issubclass(CartPole, object)
+
+
+def test_run_steps_are_the_users_only_never_inherited(tmp_path, monkeypatch):
+    # An embedded [run] steps = 40,000,000 made `shoal run --env.name atari:pong` an 18-hour run.
+    import shoal.config
+
+    embedded = tmp_path / "embedded.ini"
+    embedded.write_text(shoal.config.DEFAULT_CONFIG.read_text().replace("[run]\n", "[run]\nsteps = 40000000\n", 1))
+    monkeypatch.setattr(shoal.config, "DEFAULT_CONFIG", embedded)
+    assert "steps" not in load().run and load().run["seconds"] == 5.0
+    user = tmp_path / "user"
+    user.mkdir()
+    assert "steps" not in load(write(user, "[env]\nname = cartpole\n")).run
+    assert load(write(user, "[env]\nname = cartpole\n[run]\nsteps = 1000\n")).run["steps"] == 1000
+    assert load(None, {"run.steps": "500"}).run["steps"] == 500
+
+
+def test_relative_env_paths_resolve_against_the_config_folder_and_the_command_line_against_the_cwd(
+    tmp_path, monkeypatch
+):
+    from shoal.config import COMMAND_LINE, Config, _resolve_paths
+
+    folder = tmp_path / "configs"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+
+    def resolved(name, key, text, where):
+        config = Config(str(folder / "config.ini"), name, {key: text}, folder=str(folder))
+        _resolve_paths(config, {key: (text, where)})
+        return config.env_kwargs[key]
+
+    in_file = str(folder / "config.ini")
+    assert resolved("atari:pong", "rom", "roms/pong.bin", in_file) == str(folder / "roms" / "pong.bin")
+    assert resolved("atari:pong", "rom", "roms/pong.bin", COMMAND_LINE) == str(elsewhere / "roms" / "pong.bin")
+    assert resolved("atari:pong", "rom", "/abs/pong.bin", in_file) == "/abs/pong.bin"
+    # a MuJoCo xml_file starting with "." is the user's file; any other name is one of Gymnasium's assets
+    assert resolved("mujoco:Ant-v5", "xml_file", "./ant.xml", in_file) == str(folder / "ant.xml")
+    assert resolved("mujoco:Ant-v5", "xml_file", "ant.xml", in_file) == "ant.xml"
+    assert resolved("cartpole", "rom", "roms/pong.bin", in_file) == "roms/pong.bin"  # not a path of this env

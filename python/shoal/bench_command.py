@@ -7,8 +7,9 @@ import sys
 from pathlib import Path
 
 from . import _native, benchmark
+from .arguments import bounded_float, bounded_int
 from .benchmark import Case
-from .config import load, resolve_env
+from .config import MAX_REPEATS, load, resolve_env
 from .optional import optional_module
 from .peers import peer_builders
 from .quiet import third_party_warnings_kept_out
@@ -16,6 +17,8 @@ from .tuning import candidate_configs
 from .vector import make
 
 PEER_PREFIXES = ("EnvPool", "gymnasium")
+#: a sample longer than this, times every configuration and repeat, runs for hours
+MAX_SAMPLE_SECONDS = 600.0
 
 
 def is_peer(case: Case) -> bool:
@@ -173,8 +176,20 @@ def add_commands(sub) -> None:
         "bench", help="the configured env under every applicable backend and thread count, beside peers"
     )
     bench.add_argument("--config")
-    bench.add_argument("--repeats", type=int, default=3)
-    bench.add_argument("--seconds", type=float, default=1.0, help="approximate duration of one sample")
+    bench.add_argument(
+        "--repeats",
+        type=bounded_int("repeats", 1, MAX_REPEATS, "more samples than a spread needs"),
+        default=3,
+        help="samples of each configuration (default 3)",
+    )
+    bench.add_argument(
+        "--seconds",
+        type=bounded_float(
+            "seconds", 0, MAX_SAMPLE_SECONDS, "a number of seconds", "a sample that long", above_minimum=True
+        ),
+        default=1.0,
+        help="approximate duration of one sample (default 1)",
+    )
     bench.add_argument("--out", default="bench/results", help="directory for bench.md and bench.png")
     bench.add_argument("--no-peers", action="store_true", help="leave out EnvPool and gymnasium's vector envs")
     bench.add_argument("--verbose", action="store_true")

@@ -12,6 +12,7 @@ import time
 import numpy as np
 
 from . import __version__, _native, cpus
+from .arguments import OneLineParser, bounded_int, run_option_arg
 from .benchmark import Progress, cpu_model, random_actions
 from .config import RUN_OPTIONS, ConfigError, load, make_from_config, parse_value
 from .errors import APIUsageError, EnvError
@@ -68,6 +69,9 @@ def describe_vecenv(vecenv) -> dict:
 #: a timed chunk shorter than this doubles the batch steps between two clock reads, so that reading
 #: the clock (and the progress line) costs nothing against the steps timed
 CHUNK_SECONDS = 0.01
+#: the warm-up ends after its batch steps or this long (the timed window's length if longer), whichever
+#: comes first: a batch of thousands of slow envs (Atari) would otherwise warm up for minutes
+WARMUP_SECONDS = 1.0
 #: a window shorter than this gives a figure that can differ from shoal bench's ~1 s samples (clock
 #: boost and caches favour short runs); the report says so
 SHORT_WINDOW = 1.0
@@ -75,7 +79,7 @@ SHORT_WINDOW = 1.0
 
 def run_steps(
     vecenv,
-    agent_steps: int,
+    agent_steps: int | None,
     warmup: int,
     progress: bool | None = None,
     seed: int = 0,
@@ -83,8 +87,9 @@ def run_steps(
     repeats: int = 1,
     clock=time.perf_counter,
 ) -> dict:
-    """Steps with random valid actions: reset, ``warmup`` untimed batch steps, then ``repeats`` timed
-    windows, each of at least ``agent_steps`` agent steps and at least ``min_seconds`` seconds.
+    """Steps with random valid actions: reset, ``warmup`` untimed batch steps (or as many as fit in a
+    window's time, at least WARMUP_SECONDS, if fewer), then ``repeats`` timed windows, each of at least
+    ``min_seconds`` seconds and, where ``agent_steps`` is given, at least that many agent steps.
     Returns the median SPS of the windows, each window's SPS and seconds, and episode stats of the
     timed part. ``progress`` as benchmark.Progress's mode (None: a bar on a terminal, else lines)."""
     actions = random_actions(vecenv, 16, seed)
@@ -92,23 +97,28 @@ def run_steps(
     vecenv.async_reset(seed)
     vecenv.recv()
     bar = Progress("shoal run: warm-up", warmup, "batch step", mode=progress if warmup else False)
+    warm_until = clock() + max(min_seconds, WARMUP_SECONDS)
     for i in range(warmup):
         vecenv.send(actions[i % 16])
         vecenv.recv()
         bar.update(1)
+        if clock() >= warm_until:
+            break
     bar.close()
-    batches = max(1, -(-agent_steps // per_batch))
+    warmed = bar.done
+    batches = max(1, -(-agent_steps // per_batch)) if agent_steps else 1
     stats = {"episodes": 0, "returns": 0.0, "lengths": 0.0}
     windows: list[tuple[int, float]] = []
     for window in range(repeats):
         what = "shoal run: timed" + (f" window {window + 1} of {repeats}" if repeats > 1 else "")
-        bar = Progress(what, batches * per_batch, "agent step", mode=progress)
+        bar = Progress(what, batches * per_batch if agent_steps else None, "agent step", mode=progress)
         windows.append(_timed_window(vecenv, actions, batches, min_seconds, bar, clock, stats))
         bar.close()
     steps = sum(n for n, _ in windows)
     episodes = stats["episodes"]
     rates = [n / seconds for n, seconds in windows]
     return {
+        "warmup": warmed,
         "agent_steps": steps,
         "seconds": sum(seconds for _, seconds in windows),
         "sps": statistics.median(rates),
@@ -139,7 +149,9 @@ def _timed_window(vecenv, actions, batches: int, min_seconds: float, bar, clock,
         now = clock()
         if now - chunk_start < CHUNK_SECONDS:
             chunk *= 2
-        bar.describe(f"{done * per_batch / max(now - start, 1e-9):,.0f} SPS so far")
+        elapsed = max(now - start, 1e-9)
+        left = max(min_seconds - elapsed, (batches - done) * elapsed / done, 0.0)
+        bar.describe(f"{done * per_batch / elapsed:,.0f} SPS so far, ETA {left:.0f} s")
         bar.update(n * per_batch)
     return done * per_batch, now - start
 
@@ -147,7 +159,7 @@ def _timed_window(vecenv, actions, batches: int, min_seconds: float, bar, clock,
 def cmd_run(args, overrides) -> int:
     config = load(args.config, overrides)
     run = {name: option.default for name, option in RUN_OPTIONS.items()} | config.run
-    steps = args.steps if args.steps is not None else run["steps"]
+    steps = args.steps if args.steps is not None else run["steps"]  # None: bounded by seconds alone
     seconds = args.seconds if args.seconds is not None else run["seconds"]
     with make_from_config(config) as vecenv:
         desc = describe_vecenv(vecenv)
@@ -165,10 +177,10 @@ def cmd_run(args, overrides) -> int:
             repeats=run["repeats"],
         )
     windows = result["windows"]
+    bound = f"at least {steps:,} agent steps and {seconds:g} s" if steps else f"{seconds:g} s"
     print(
-        f"  timed: {len(windows)} window{'s' if len(windows) > 1 else ''} of at least {steps:,} agent steps "
-        f"and {seconds:g} s after {run['warmup']:,} warm-up batch steps: "
-        + ", ".join(f"{w['seconds']:.2f} s" for w in windows)
+        f"  timed: {len(windows)} window{'s' if len(windows) > 1 else ''} of {bound} after "
+        f"{result['warmup']:,} warm-up batch steps: " + ", ".join(f"{w['seconds']:.2f} s" for w in windows)
     )
     print(f"  agent steps: {result['agent_steps']:,} in {result['seconds']:.2f} s")
     print(
@@ -222,25 +234,6 @@ def cmd_envs(args, overrides) -> int:
     return 0
 
 
-def positive_int(text: str) -> int:
-    """argparse type of a count: an integer >= 1 (argparse turns the error into a usage message)."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
-    return value
-
-
-def seconds_arg(text: str) -> float:
-    """argparse type of --seconds: [run] seconds' check."""
-    try:
-        return RUN_OPTIONS["seconds"].from_text(text)
-    except APIUsageError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
 def cmd_ocean_list(args, overrides) -> int:
     from .ocean import available, ocean_dir
     from .ocean.source import sdist_ocean_path
@@ -289,6 +282,10 @@ def cmd_ocean_clean(args, overrides) -> int:
     return 0
 
 
+#: `shoal check` steps the vector and each env alone: past these the check takes hours
+MAX_CHECK_STEPS, MAX_CHECK_ENVS = 10**7, 1024
+
+
 def cmd_check(args, overrides) -> int:
     from .config import resolve_env
     from .ocean.check import isolated_check
@@ -314,7 +311,7 @@ def cmd_check(args, overrides) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="shoal", description="Vectorized RL environments, fast.")
+    parser = OneLineParser(prog="shoal", description="Vectorized RL environments, fast.")
     parser.add_argument("--version", action="version", version=f"shoal {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser(
@@ -325,9 +322,15 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     run.add_argument("--config", help="config file (default: the embedded config.ini)")
-    run.add_argument("--steps", type=positive_int, help="agent steps to time, at least (default: [run] steps)")
     run.add_argument(
-        "--seconds", type=seconds_arg, help="seconds to time, at least, steps permitting more (default: [run] seconds)"
+        "--steps",
+        type=run_option_arg("steps"),
+        help="agent steps to time, at least (default: [run] steps if set, else the window is [run] seconds long)",
+    )
+    run.add_argument(
+        "--seconds",
+        type=run_option_arg("seconds"),
+        help="seconds to time (more only where --steps asks for more; default: [run] seconds)",
     )
     run.set_defaults(func=cmd_run)
     envs = sub.add_parser("envs", help="list the bundled native envs with spaces and parameters")
@@ -348,8 +351,17 @@ def build_parser() -> argparse.ArgumentParser:
     ocean_clean.set_defaults(func=cmd_ocean_clean)
     checker = sub.add_parser("check", help="the configured backend vs each env stepped alone: first difference")
     checker.add_argument("--config", help="config file (default: the embedded config.ini)")
-    checker.add_argument("--steps", type=int, default=1000, help="random-action steps (default 1000)")
-    checker.add_argument("--num-envs", type=int, help="envs (default: [vec] num_envs, at most 8)")
+    checker.add_argument(
+        "--steps",
+        type=bounded_int("steps", 1, MAX_CHECK_STEPS, "a check that long runs for hours"),
+        default=1000,
+        help="random-action steps (default 1000)",
+    )
+    checker.add_argument(
+        "--num-envs",
+        type=bounded_int("num-envs", 1, MAX_CHECK_ENVS, "each env is also stepped alone, one vector each"),
+        help="envs (default: [vec] num_envs, at most 8)",
+    )
     checker.set_defaults(func=cmd_check)
     from . import bench_command, build_command, tuning
 

@@ -13,8 +13,13 @@
     ...
 
 A config file (or command-line overrides) need not say everything: [vec] and [run] start from the
-embedded config.ini, of whose [vec] keys only those the chosen backend takes are kept. A [vec] key
-the file or command line sets must apply to the chosen backend. Values are checked by the registry's
+embedded config.ini, of whose [vec] keys only those the chosen backend takes are kept. Two values
+are the user's only, never inherited: [run] steps (a run is bounded by [run] seconds unless the user
+asks for a step count) and, for an Atari game, [vec] num_envs (the embedded one is CartPole's 4096:
+each Atari env loads its ROM on reset, so the family's default is ATARI_ENVS_PER_CPU per usable CPU).
+A [vec] key the file or command line sets must apply to the chosen backend. Relative paths in [env]
+(ocean_source, a library's path, Atari's rom, a MuJoCo xml_file starting with ".") are resolved
+against the config file's folder, those of the command line against the working directory. Values are checked by the registry's
 option table, so a bad value reads as make() would report it, prefixed by where it was written.
 """
 
@@ -83,10 +88,10 @@ MAX_REPEATS = 1000
 RUN_OPTIONS = {
     "steps": Option(
         "steps",
-        1_000_000,
+        None,
         "int",
-        lambda v: _count(v, "steps", 1, MAX_RUN_STEPS, "more agent steps than a day of stepping at any speed"),
-        "agent steps timed (at least)",
+        lambda v: bounded_count(v, "steps", 1, MAX_RUN_STEPS, "more agent steps than a day of stepping at any speed"),
+        "agent steps timed, at least (unset: the window is bounded by seconds alone)",
         f"1 .. {MAX_RUN_STEPS:.0e}",
     ),
     "seconds": Option(
@@ -94,14 +99,14 @@ RUN_OPTIONS = {
         5.0,
         "seconds",
         lambda v: _seconds(v, "seconds", MAX_RUN_SECONDS),
-        "the timed window lasts at least this long (steps permitting more)",
+        "the timed window lasts this long (longer only where steps asks for more)",
         "0 .. 86400",
     ),
     "repeats": Option(
         "repeats",
         1,
         "int",
-        lambda v: _count(v, "repeats", 1, MAX_REPEATS, "more timed windows than a run needs for a spread"),
+        lambda v: bounded_count(v, "repeats", 1, MAX_REPEATS, "more timed windows than a run needs for a spread"),
         "timed windows (median and range reported when > 1)",
         f"1 .. {MAX_REPEATS}",
     ),
@@ -109,17 +114,25 @@ RUN_OPTIONS = {
         "warmup",
         10,
         "int",
-        lambda v: _count(v, "warmup", 0, MAX_WARMUP, "more batch steps than a day of stepping at any speed"),
+        lambda v: bounded_count(v, "warmup", 0, MAX_WARMUP, "more batch steps than a day of stepping at any speed"),
         "untimed batch steps first",
         f"0 .. {MAX_WARMUP:.0e}",
     ),
 }
+#: [run] keys a config takes only from the user (the file or command line), never from the embedded file
+USERS_ONLY_RUN_KEYS = ("steps",)
+#: an Atari game's num_envs where the user sets none: a quick reset (each env loads its ROM) on any machine
+ATARI_ENVS_PER_CPU = 8
+#: [env] keys that name a file, per family (the prefix of [env] name), and which of their values are paths
+#: rather than names the family resolves itself (a MuJoCo xml_file without a leading "." is one of
+#: Gymnasium's assets)
+PATH_KEYS = {"atari": {"rom": lambda text: True}, "mujoco": {"xml_file": lambda text: text.startswith(".")}}
 SECTIONS = ("env", "vec", "run")
 #: [env] keys that are not the env's parameters
 ENV_KEYS = ("name", "ocean_source", "class_name")
 
 
-def _count(value, name: str, minimum: int, maximum: int, why: str) -> int:
+def bounded_count(value, name: str, minimum: int, maximum: int, why: str) -> int:
     """An integer in [minimum, maximum]; the error says why a larger one is refused."""
     from .validation import check_integer, is_integer
 
@@ -334,6 +347,7 @@ def load(path: str | Path | None = None, overrides: dict[str, str] | None = None
     config.class_name = env.get("class_name", ("",))[0].strip() or None
     if "ocean_source" in env:
         config.ocean_source = str(Path(config.folder) / Path(env["ocean_source"][0]).expanduser())
+    _resolve_paths(config, env)
     parameters = env_parameters(config)
     if parameters is not None:
         for key, (_, where) in env.items():
@@ -350,10 +364,25 @@ def load(path: str | Path | None = None, overrides: dict[str, str] | None = None
     for (section, key), (text, where) in defaults.items():
         if section == "vec" and key not in config.vec and (key in takes or key in ("num_envs", "seed")):
             config.vec[key] = _value(_option(backend, key), "vec", key, text, where)
-        elif section == "run" and key not in config.run:
+        elif section == "run" and key not in config.run and key not in USERS_ONLY_RUN_KEYS:
             config.run[key] = _value(RUN_OPTIONS[key], "run", key, text, where)
+    if config.env_name.startswith("atari:") and ("vec", "num_envs") not in written:
+        from .cpus import usable_cpus
+
+        config.vec["num_envs"] = ATARI_ENVS_PER_CPU * usable_cpus()
     resolve_env(config)  # fail now on a missing env, not in the middle of a run
     return config
+
+
+def _resolve_paths(config: Config, env: dict) -> None:
+    """[env] values that are file paths, relative ones resolved against the config file's folder (a
+    command line's against the working directory), absolute so that worker processes find them too."""
+    family = config.env_name.partition(":")[0]
+    for key, is_path in PATH_KEYS.get(family, {}).items():
+        if key not in env or not isinstance(config.env_kwargs.get(key), str) or not is_path(config.env_kwargs[key]):
+            continue
+        folder = Path(config.folder) if env[key][1] != COMMAND_LINE else Path.cwd()
+        config.env_kwargs[key] = str((folder / Path(config.env_kwargs[key]).expanduser()).absolute())
 
 
 class KeyProblems:
@@ -424,7 +453,7 @@ def env_parameters(config: Config) -> list[str] | None:
         elif module_name == "atari":
             from .atari import env_class as atari_class
 
-            creator = atari_class(attr)
+            return _atari_parameters(atari_class(attr))
         elif module_name == "ocean" or not attr:
             return None
         elif module_name == "gymnasium" and not attr.isidentifier():
@@ -437,6 +466,16 @@ def env_parameters(config: Config) -> list[str] | None:
     if is_native_env(creator):
         return [p["name"] for p in creator.describe()["params"]] + ["max_episode_steps"]
     return _keywords(creator)
+
+
+def _atari_parameters(creator) -> list[str]:
+    """An Atari game's keywords: ``preset``, the native options a preset does not fix (its ``rules`` are
+    set by the preset alone, and refused when given), Gymnasium's names of the observation's form
+    (taken with the one value shoal's Atari has) and ``max_episode_steps``."""
+    from .atari.env import UNSUPPORTED
+
+    native = [p["name"] for p in creator.describe()["params"] if p["name"] != "rules"]
+    return ["preset", *native, *UNSUPPORTED, "max_episode_steps"]
 
 
 def _keywords(creator) -> list[str] | None:

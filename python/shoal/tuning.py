@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import benchmark, cpus
+from .arguments import bounded_float
 from .backends.registry import backend_options
 from .config import VEC_KEYS, Config, load, resolve_env
 from .errors import APIUsageError
@@ -27,6 +28,10 @@ from .quiet import third_party_warnings_kept_out
 from .validation import is_integer
 from .vector import make
 
+#: a budget over a day is a typo; a policy call over a second leaves no budget a sample
+MAX_BUDGET, MAX_POLICY_US = 86_400.0, 1e6
+#: policy calls of a candidate's first sample: its calibration's batch steps and at least one timed one
+FIRST_SAMPLE_CALLS = 6
 #: simpler first: fewer moving parts (no threads, then threads, then processes, then a cluster)
 BACKEND_SIMPLICITY = {"Serial": 0, "PufferEnv": 1, "Multithreading": 2, "Multiprocessing": 3, "Ray": 4}
 
@@ -137,38 +142,66 @@ class Candidate:
 def measure_rounds(
     candidates: list[Candidate], measure: Callable, budget: float, clock=time.monotonic, log=print
 ) -> int:
-    """Samples every candidate once per round, interleaved, until ``budget`` seconds of ``clock`` are
-    spent, and returns the rounds measured. There are at least 3 rounds, so that the leaders have a
-    spread: when the budget cannot afford the next full round before then, the later rounds measure
-    only the leaders (see ``leaders``), and stop anyway at 3 x ``budget``. A candidate that cannot
-    run is dropped from ``candidates`` with its reason."""
+    """Samples every candidate once per round, interleaved, while ``budget`` seconds of ``clock`` last,
+    and returns the rounds measured. A sample starts only when it can end inside the budget: its
+    expected time is the candidate's last sample's (build and close included), or for a first sample
+    (calibration included) the longest first sample so far. When the budget cannot afford another full
+    round before MIN_ROUNDS, the next rounds measure only the leaders (see ``leaders``), so that they get
+    a spread if any candidates do. A candidate that cannot run, or that the budget left unmeasured, is
+    dropped from ``candidates`` with its reason."""
     started, rounds, active = clock(), 0, list(candidates)
+    last: dict[int, float] = {}  # id(candidate) -> seconds its last sample took
+    first_samples: list[float] = []
+    unmeasured: list[str] = []
+    note = ""  # said when the round it announces measures a sample
+
+    def drop(cand: Candidate, why: str) -> None:
+        log(f"  {cand.label}: skipped ({why})")
+        active.remove(cand)
+        candidates.remove(cand)
+
     while active:
-        round_started = clock()
+        round_started, measured = clock(), 0
         for cand in list(active):
             if rounds == 0 and _stopped_growing(cand, active):
-                log(f"  {cand.label}: skipped (SPS stopped growing with num_envs in its family)")
-                active.remove(cand)
-                candidates.remove(cand)
+                drop(cand, "SPS stopped growing with num_envs in its family")
                 continue
+            expected = last.get(id(cand), max(first_samples, default=0.0))
+            if clock() - started + expected > budget:
+                active.remove(cand)  # its samples so far stay
+                if not cand.samples:
+                    unmeasured.append(cand.label)
+                    candidates.remove(cand)
+                continue
+            if note:
+                log(note)
+                note = ""
+            sample_started = clock()
             try:
                 cand.samples.append(measure(cand))
             except Exception as error:  # a configuration that cannot run is reported, not fatal
-                log(f"  {cand.label}: skipped ({type(error).__name__}: {error})")
-                active.remove(cand)
-                candidates.remove(cand)
-        rounds += 1
-        spent, last = clock() - started, clock() - round_started
-        if spent + last <= budget or not active:
+                drop(cand, f"{type(error).__name__}: {error}")
+                continue
+            last[id(cand)] = clock() - sample_started
+            measured += 1
+            if len(cand.samples) == 1:
+                first_samples.append(last[id(cand)])
+        rounds += measured > 0
+        spent, took = clock() - started, clock() - round_started
+        if not active or spent + took <= budget:
             continue
         if rounds >= MIN_ROUNDS:
             break
         kept = leaders(active)
-        if spent + last * len(kept) / len(active) > 3 * budget:
-            break
         if len(kept) < len(active):
-            log(f"  round {rounds} used the budget: the next rounds measure the {len(kept)} leaders only")
+            leaders_text = f"{len(kept)} leaders" if len(kept) > 1 else "leader"
+            note = f"  round {rounds} used the budget: the next rounds measure the {leaders_text} only"
         active = kept
+    if unmeasured:
+        log(
+            f"  not measured, the {budget:g} s budget spent before their first sample could end: "
+            f"{', '.join(unmeasured)} (a larger --budget measures them)"
+        )
     return rounds
 
 
@@ -298,6 +331,11 @@ def verdict_warnings(reasons: list[str], tied: list[Candidate]) -> list[str]:
 def cmd_autotune(args, overrides) -> int:
     config = load(args.config, overrides)
     policy = PolicyTime.from_args(args.policy_us, args.policy_cpu_share)
+    if policy is not None and FIRST_SAMPLE_CALLS * args.policy_us * 1e-6 > args.budget:
+        raise APIUsageError(
+            f"--policy-us {args.policy_us:g}: a first sample calls the policy at least {FIRST_SAMPLE_CALLS} times "
+            f"({FIRST_SAMPLE_CALLS * args.policy_us * 1e-6:g} s), past --budget {args.budget:g} s; raise the budget"
+        )
     # With a policy in the loop the batch a call sees is the hyperparameter kept (a pipelined config's
     # num_envs holds several batches); without one, num_envs as configured.
     configured = rows_per_call(config.vec) if policy is not None else config.vec.get("num_envs", 1)
@@ -417,7 +455,12 @@ def add_commands(sub) -> None:
         "autotune", help="search backend x threads/workers (x num_envs if asked), recommend the simplest of the fastest"
     )
     tune.add_argument("--config")
-    tune.add_argument("--budget", type=float, default=60.0, help="seconds to spend measuring")
+    tune.add_argument(
+        "--budget",
+        type=bounded_float("budget", 0, MAX_BUDGET, "a number of seconds", "a budget over a day", above_minimum=True),
+        default=60.0,
+        help="seconds to spend measuring (default 60): no sample starts that cannot end inside it",
+    )
     tune.add_argument("--write", action="store_true", help="write the recommended [vec] settings into the config")
     tune.add_argument(
         "--search-num-envs",
@@ -427,13 +470,15 @@ def add_commands(sub) -> None:
     )
     tune.add_argument(
         "--policy-us",
-        type=float,
+        type=bounded_float(
+            "policy-us", 0, MAX_POLICY_US, "a number of microseconds", "a policy call over a second", above_minimum=True
+        ),
         help="measure the trainer's loop: your policy's time per call in microseconds (a GPU forward with "
         "its copies), taken by a stand-in between each recv and send; adds pipelined candidates",
     )
     tune.add_argument(
         "--policy-cpu-share",
-        type=float,
+        type=bounded_float("policy-cpu-share", 0, 1, "a share", "a share is at most 1"),
         default=0.2,
         help="share of --policy-us spent on the caller's CPU (kernel launches); the rest is waited for "
         "without a core, as for a GPU (default 0.2)",

@@ -1,0 +1,71 @@
+"""argparse types of the `shoal` command's numbers: each checked as it is parsed, so that a bad value
+is a usage message naming the option, its bounds and, past the upper one, why it is there (a value that
+would run far past any budget is a typo), never a traceback or a run that does not end."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+from .config import RUN_OPTIONS, bounded_count
+from .errors import APIUsageError
+
+
+def bounded_int(name: str, minimum: int, maximum: int, why: str):
+    """A count in [minimum, maximum]; ``why`` says why a larger one is refused."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{name} must be an integer in [{minimum}, {maximum:,}], got {text!r}"
+            ) from None
+        try:
+            return bounded_count(value, name, minimum, maximum, why)
+        except APIUsageError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    return parse
+
+
+def bounded_float(name: str, minimum: float, maximum: float, what: str, why: str, above_minimum: bool = False):
+    """A finite number in [minimum, maximum] (or (minimum, maximum] with ``above_minimum``); ``what``
+    names it ("a number of seconds"), ``why`` says why a larger one is refused."""
+    bounds = f"{'(' if above_minimum else '['}{_number(minimum)}, {_number(maximum)}]"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be {what} in {bounds}, got {text!r}") from None
+        low_ok = value > minimum if above_minimum else value >= minimum
+        if not (math.isfinite(value) and low_ok and value <= maximum):
+            reason = f" ({why})" if math.isfinite(value) and value > maximum else ""
+            raise argparse.ArgumentTypeError(f"{name} must be {what} in {bounds}, got {text}{reason}")
+        return value
+
+    return parse
+
+
+def _number(value: float) -> str:
+    return f"{value:,.0f}" if value == int(value) else f"{value:g}"
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse's parser whose errors are one line (argparse's own print the usage first)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (usage: {self.prog} --help)\n")
+
+
+def run_option_arg(name: str):
+    """A [run] key given as an option (`shoal run --steps`, `--seconds`): the key's own check."""
+
+    def parse(text: str):
+        try:
+            return RUN_OPTIONS[name].from_text(text)
+        except APIUsageError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    return parse
