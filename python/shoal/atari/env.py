@@ -15,7 +15,8 @@ from ..seeding import env_seed
 from .build import env_library, roms_dir
 from .presets import PRESETS, preset_options
 
-# Atari 2600 cartridges are 2 KiB to 512 KiB (the largest bank-switched schemes Stella, so ALE, knows).
+# Atari 2600 cartridges hold 2 KiB to 512 KiB (the largest bank-switching scheme Stella, so ALE, knows);
+# the bounds leave a margin on either side.
 ROM_BYTES = (1024, 1 << 20)
 
 # Gymnasium's names for what shoal's Atari env does not do (yet): a clear error instead of a silent default.
