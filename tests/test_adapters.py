@@ -288,6 +288,17 @@ def test_view_rejects_partial_batches_and_bad_modes():
             GymnasiumVectorEnv(object())
 
 
+def test_a_view_that_refused_its_vector_closes_quietly():
+    """Gymnasium < 1.3 (RLlib pins 1.2.2) closes every VectorEnv from __del__, also one whose
+    __init__ raised; the vector it refused stays the caller's, open."""
+    with native_cartpoles() as vec:
+        with pytest.raises(APIUsageError):
+            view = GymnasiumVectorEnv.__new__(GymnasiumVectorEnv)
+            view.__init__(vec, autoreset_mode="disabled")
+        view.close()
+        vec.reset()
+
+
 # -------------------------------------------------------------------------------------------------
 # TorchRL
 # -------------------------------------------------------------------------------------------------

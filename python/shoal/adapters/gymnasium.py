@@ -96,7 +96,6 @@ class GymnasiumVectorEnv(VectorEnv):
 
     def __init__(self, vecenv, autoreset_mode="same_step", copy: bool = True):
         check_vecenv(vecenv, "GymnasiumVectorEnv")
-        self.vecenv = vecenv
         self.autoreset_mode = _autoreset_mode(autoreset_mode)
         self.metadata = {"autoreset_mode": self.autoreset_mode, "render_modes": []}
         self.copy = bool(copy)
@@ -114,6 +113,9 @@ class GymnasiumVectorEnv(VectorEnv):
         self._rewards = np.zeros(self.num_envs, dtype=np.float32)
         self._terminations = np.zeros(self.num_envs, dtype=bool)
         self._truncations = np.zeros(self.num_envs, dtype=bool)
+        # Last: the view closes the vector from here on. Gymnasium < 1.3 closes a VectorEnv from __del__,
+        # also one whose __init__ raised, and a vector this refused stays the caller's.
+        self.vecenv = vecenv
 
     def derived_seeds(self, seed: int) -> list[int]:
         """The seed each row's env gets from ``reset(seed=seed)`` (``env_seed(seed, env index)``)."""
@@ -188,7 +190,8 @@ class GymnasiumVectorEnv(VectorEnv):
         return self._observations.batch(observations), out_rewards, out_terminals, out_truncations, {}
 
     def close_extras(self, **kwargs) -> None:
-        self.vecenv.close()
+        if hasattr(self, "vecenv"):
+            self.vecenv.close()
 
     def __enter__(self):
         return self
