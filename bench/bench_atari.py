@@ -37,6 +37,7 @@ import numpy as np
 import shoal.atari
 from shoal import benchmark
 from shoal.atari.build import env_library, roms_dir
+from shoal.peers import ale_vector, envpool_atari
 from shoal.vector import make
 
 # The work every row does (see the docstring): the presets' values.
@@ -94,9 +95,7 @@ def shoal_case(cls, num_envs: int, steps: int, **options):
 
 def ale_vector_case(game: str, num_envs: int, steps: int, threads: int):
     def measure():
-        from ale_py.vector_env import AtariVectorEnv
-
-        envs = AtariVectorEnv(game=game, num_envs=num_envs, num_threads=threads)
+        envs = ale_vector(game, num_envs, threads)
         try:
             envs.reset(seed=0)
             actions = random_actions(envs.single_action_space.n, num_envs)
@@ -109,10 +108,7 @@ def ale_vector_case(game: str, num_envs: int, steps: int, threads: int):
 
 def envpool_case(game: str, num_envs: int, steps: int, threads: int):
     def measure():
-        import envpool
-
-        name = "".join(part.capitalize() for part in game.split("_")) + "-v5"
-        envs = envpool.make(name, env_type="gymnasium", num_envs=num_envs, batch_size=num_envs, num_threads=threads)
+        envs = envpool_atari(game, num_envs, threads)
         try:
             envs.reset()
             actions = random_actions(envs.action_space.n, num_envs)

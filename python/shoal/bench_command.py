@@ -6,7 +6,7 @@ import functools
 import sys
 from pathlib import Path
 
-from . import _native, benchmark
+from . import _native, benchmark, cpus
 from .arguments import bounded_float, bounded_int
 from .benchmark import Case
 from .config import MAX_REPEATS, load, resolve_env
@@ -16,7 +16,7 @@ from .quiet import third_party_warnings_kept_out
 from .tuning import candidate_configs
 from .vector import make
 
-PEER_PREFIXES = ("EnvPool", "gymnasium")
+PEER_PREFIXES = ("EnvPool", "gymnasium", "ale-py")
 #: a sample longer than this, times every configuration and repeat, runs for hours
 MAX_SAMPLE_SECONDS = 600.0
 
@@ -43,6 +43,20 @@ def _shoal_build(creator, config, vec: dict):
     )
 
 
+def _peers(config, creator, n: int):
+    """peer_builders for the configured env: an Atari game's peers come with shoal rows on their presets."""
+    preset = config.env_kwargs.get("preset", "gymnasium")
+    threads = cpus.physical_cores()
+
+    def shoal_row(peer_preset: str):
+        vec = dict(backend="Multithreading", num_envs=n, max_num_threads=threads)
+        kwargs = {**config.env_kwargs, "preset": peer_preset}
+        build = functools.partial(make, creator, env_kwargs=kwargs, seed=config.vec.get("seed", 0), **vec)
+        return f"Multithreading n={n} T={threads} preset={peer_preset}", build
+
+    return peer_builders(config.env_name, creator, n, preset, shoal_row)
+
+
 def write_plot(cases: list[Case], path: Path, title: str) -> bool:
     """bench_figure() saved as a PNG; False when matplotlib is not installed."""
     matplotlib = optional_module("matplotlib")
@@ -58,7 +72,8 @@ def write_plot(cases: list[Case], path: Path, title: str) -> bool:
 
 
 def bench_figure(cases: list[Case], title: str):
-    """Horizontal bars on a log scale, the median's value written on each, peers hatched grey."""
+    """Horizontal bars on a linear axis from zero (lengths compare as the speeds do), the median's value
+    written on each, peers hatched grey; the legend names only the kinds of row the figure has."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
 
@@ -72,15 +87,16 @@ def bench_figure(cases: list[Case], title: str):
         if is_peer(case):
             bar.set_hatch("//")
     ax.bar_label(bars, labels=[_si(m) for m in medians], padding=4, fontsize=8)
-    ax.set_xscale("log")
-    ax.set_xlim(min(medians) / 2, max(medians) * 4)
-    ax.set_xlabel("agent steps per second (log scale; median, bars = lowest..highest sample)")
+    ax.set_xlim(0, max(max(c.samples) for c in cases) * 1.15)  # room for the values written
+    ax.set_xlabel("agent steps per second (median; whiskers: lowest..highest sample)")
     ax.set_title(title, fontsize=10)
     ax.invert_yaxis()
-    ax.legend(
-        handles=[Patch(color="#3a7ca5", label="shoal"), Patch(facecolor="#b0b0b0", hatch="//", label="peer")],
-        loc="lower right",
-    )
+    handles = []
+    if not all(is_peer(c) for c in cases):
+        handles.append(Patch(color="#3a7ca5", label="shoal"))
+    if any(is_peer(c) for c in cases):
+        handles.append(Patch(facecolor="#b0b0b0", hatch="//", label="peer"))
+    ax.legend(handles=handles, loc="lower right")
     fig.tight_layout()
     return fig
 
@@ -98,10 +114,13 @@ def cmd_bench(args, overrides) -> int:
     out.mkdir(parents=True, exist_ok=True)
     creator, n = resolve_env(config), config.vec.get("num_envs", 1)
     settings = candidate_configs(config)
-    peers, left_out = ([], []) if args.no_peers else peer_builders(config.env_name, creator, n)
+    peers, left_out = ([], []) if args.no_peers else _peers(config, creator, n)
+    peer_count = sum(label.startswith(PEER_PREFIXES) for label, _ in peers)
     print(
-        f"shoal bench: {config.env_name}, num_envs {n}: {len(settings)} shoal configurations, {len(peers)} peers, {args.repeats} repeats"
+        f"shoal bench: {config.env_name}, num_envs {n}: {len(settings)} shoal configurations, {peer_count} peers, {args.repeats} repeats"
     )
+    for why in left_out:
+        print(f"  peer left out: {why}")
     sys.stdout.flush()  # before progress lines on stderr, so that a log keeps the order
     progress = True if args.progress else None  # None: a bar on a terminal, a line every 10 s elsewhere
     before = benchmark.machine_times()
@@ -191,7 +210,11 @@ def add_commands(sub) -> None:
         help="approximate duration of one sample (default 1)",
     )
     bench.add_argument("--out", default="bench/results", help="directory for bench.md and bench.png")
-    bench.add_argument("--no-peers", action="store_true", help="leave out EnvPool and gymnasium's vector envs")
+    bench.add_argument(
+        "--no-peers",
+        action="store_true",
+        help="leave out the peers (EnvPool, gymnasium's vector envs, ale-py's AtariVectorEnv)",
+    )
     bench.add_argument("--verbose", action="store_true")
     bench.add_argument(
         "--progress",

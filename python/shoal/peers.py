@@ -1,5 +1,7 @@
 """Other libraries stepping the same env, timed beside shoal's rows by `shoal bench`: EnvPool (when
-it has the env) and gymnasium's SyncVectorEnv and AsyncVectorEnv (for any Gymnasium env)."""
+it has the env) and gymnasium's SyncVectorEnv and AsyncVectorEnv (for any Gymnasium env); for an Atari
+game, ale-py's AtariVectorEnv and EnvPool's Atari, each with its own defaults, which are shoal's presets
+``ale_vector`` and ``envpool`` (bench/bench_atari.py builds them here too)."""
 
 from __future__ import annotations
 
@@ -56,6 +58,27 @@ def _gymnasium_vector(kind: str, env_id: str, num_envs: int) -> GymnasiumAdapter
     return GymnasiumAdapter(cls(envs), num_envs)
 
 
+def envpool_atari_id(game: str) -> str:
+    """EnvPool's id of an Atari game of ale-py's ROM name ("space_invaders" -> "SpaceInvaders-v5")."""
+    return "".join(part.capitalize() for part in game.split("_")) + "-v5"
+
+
+def ale_vector(game: str, num_envs: int, threads: int):
+    """ale-py's AtariVectorEnv with its defaults (shoal's preset ale_vector)."""
+    from ale_py.vector_env import AtariVectorEnv
+
+    return AtariVectorEnv(game=game, num_envs=num_envs, num_threads=threads)
+
+
+def envpool_atari(game: str, num_envs: int, threads: int):
+    """EnvPool's Atari with its defaults (shoal's preset envpool)."""
+    import envpool
+
+    return envpool.make(
+        envpool_atari_id(game), env_type="gymnasium", num_envs=num_envs, batch_size=num_envs, num_threads=threads
+    )
+
+
 def _envpool(env_id: str, num_envs: int) -> GymnasiumAdapter:
     import envpool
 
@@ -70,8 +93,51 @@ def _envpool(env_id: str, num_envs: int) -> GymnasiumAdapter:
     return EnvPoolAdapter(env, num_envs)
 
 
-def peer_builders(env_name: str, creator, num_envs: int) -> tuple[list[tuple[str, object]], list[str]]:
-    """([(label, build)], [why a peer is left out]) for the env config.ini names."""
+#: the preset of shoal's Atari that is each Atari peer's defaults
+ATARI_PEER_PRESETS = {"ale-py AtariVectorEnv": "ale_vector", "EnvPool": "envpool"}
+
+
+def _atari_peers(game: str, num_envs: int, preset: str, shoal_row) -> tuple[list, list[str]]:
+    """ale-py's vector and EnvPool on ``game``, each beside a shoal row on its preset (``shoal_row(preset)``:
+    (label, build)) where the configured ``preset`` is another."""
+    threads = cpus.physical_cores()
+    available, left_out = [], []
+    if optional_module("ale_py") is None:
+        left_out.append("ale-py AtariVectorEnv: not installed (pip install ale-py)")
+    else:
+        available.append(
+            ("ale-py AtariVectorEnv", functools.partial(ale_vector, game, num_envs, threads), GymnasiumAdapter)
+        )
+    envpool = optional_module("envpool")
+    if envpool is None:
+        left_out.append("EnvPool: not installed (pip install envpool)")
+    elif envpool_atari_id(game) not in envpool.list_all_envs():
+        left_out.append(f"EnvPool: has no {envpool_atari_id(game)}")
+    else:
+        available.append(("EnvPool", functools.partial(envpool_atari, game, num_envs, threads), EnvPoolAdapter))
+    builders = []
+    for name, make_peer, adapter in available:
+        peer_preset = ATARI_PEER_PRESETS[name]
+        if peer_preset != preset:
+            builders.append(shoal_row(peer_preset))
+        label = f"{name} {game} T={threads} (its defaults: preset {peer_preset})"
+        builders.append((label, _adapted(make_peer, adapter, num_envs)))
+    left_out.append("gymnasium vector envs: an Atari game's vector peers are ale-py's vector and EnvPool")
+    return builders, left_out
+
+
+def _adapted(make_peer, adapter, num_envs: int):
+    return lambda: adapter(make_peer(), num_envs)
+
+
+def peer_builders(
+    env_name: str, creator, num_envs: int, preset: str = "gymnasium", shoal_row=None
+) -> tuple[list[tuple[str, object]], list[str]]:
+    """([(label, build)], [why a peer is left out]) for the env config.ini names; for an Atari game
+    (``preset`` its configured one) the rows include shoal's on each peer's preset (``shoal_row``)."""
+    prefix, _, game = env_name.partition(":")
+    if prefix == "atari" and shoal_row is not None:
+        return _atari_peers(getattr(creator, "game", game), num_envs, preset, shoal_row)
     builders, left_out = [], []
     env_id = gymnasium_id(env_name)
     if env_id is None and not isinstance(creator, type):
