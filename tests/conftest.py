@@ -25,6 +25,7 @@ TIERS = [
     ("test_examples.py::*", "integration", "trains the SB3 and TorchRL examples end to end"),
     ("test_adapters.py::test_sb3_ppo_learns*", "integration", "trains SB3's PPO"),
     ("test_cli.py::test_autotune_write*", "integration", "runs autotune's timed trials end to end"),
+    ("test_autotune.py::test_autotune_on_the_default_config*", "integration", "runs autotune for its 30 s budget"),
     ("test_cli.py::test_bench_writes*", "integration", "runs timed benchmarks and draws the plot"),
     ("test_adapters.py::test_torchrl*rollout*", "integration", "imports TorchRL and runs its rollout"),
     ("test_worker_lifecycle.py::test_ctrl_c_anywhere_in_make*", "integration", "a child process per interrupt point"),

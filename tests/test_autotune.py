@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -376,3 +378,31 @@ def test_a_policy_time_that_cannot_be_is_refused_before_measuring(args, message)
     assert result.returncode == 2
     assert message in result.stderr and result.stderr.count("\n") == 1
     assert "configurations" not in result.stdout  # nothing measured
+
+
+# -- the budget holds on a real machine ------------------------------------------------------------
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="samples are cut by a timer signal (Unix)")
+def test_a_sample_past_the_budget_is_cut_and_one_inside_it_is_not():
+    from shoal.sample_deadline import BudgetSpent, sample_deadline
+
+    started = time.monotonic()
+    with pytest.raises(BudgetSpent, match="cut at the end of the 30 s budget"), sample_deadline(0.2, 30.0):
+        while True:  # a build that would not end (Serial's 4,096 native envs took 34 s on a busy guest)
+            pass
+    assert 0.2 <= time.monotonic() - started < 2.0
+    with sample_deadline(0.2, 30.0):
+        pass
+    time.sleep(0.3)  # no timer is left behind to fire later
+    with pytest.raises(BudgetSpent, match="spent before it began"), sample_deadline(0.0, 30.0):
+        pass
+
+
+def test_autotune_on_the_default_config_keeps_its_budget():
+    # `shoal autotune --budget 60` took 155 s before; the acceptance: --budget 30 within 40 s.
+    started = time.monotonic()
+    result = autotune("--budget", 30)
+    took = time.monotonic() - started
+    assert result.returncode == 0, result.stderr
+    assert "recommended [vec]" in result.stdout and took < 40, (took, result.stdout)

@@ -25,11 +25,15 @@ from .errors import APIUsageError
 from .native import is_native_env
 from .policy_standin import PolicyStandIn
 from .quiet import third_party_warnings_kept_out
+from .sample_deadline import sample_deadline
 from .validation import is_integer
 from .vector import make
 
 #: a budget over a day is a typo; a policy call over a second leaves no budget a sample
 MAX_BUDGET, MAX_POLICY_US = 86_400.0, 1e6
+#: a sample still running this long after the budget (a share of it, at least MIN_GRACE s) is cut: a
+#: sample's expected time is a guess, and a guess a little short should not cost its configuration
+GRACE_SHARE, MIN_GRACE = 0.1, 1.0
 #: policy calls of a candidate's first sample: its calibration's batch steps and at least one timed one
 FIRST_SAMPLE_CALLS = 6
 #: simpler first: fewer moving parts (no threads, then threads, then processes, then a cluster)
@@ -367,11 +371,13 @@ def cmd_autotune(args, overrides) -> int:
     sys.stdout.flush()  # before progress lines on stderr, so that a log keeps the order
     progress = benchmark.Progress("shoal autotune: measuring", None, "sample")
     measure = _measure_with(config, per_sample, policy)
+    hard_end = time.monotonic() + args.budget + max(MIN_GRACE, GRACE_SHARE * args.budget)
 
     def measured(cand: Candidate) -> float:
         progress.describe(cand.label)
         try:
-            return measure(cand)
+            with sample_deadline(hard_end - time.monotonic(), args.budget):
+                return measure(cand)
         finally:
             progress.update(1)
 
@@ -386,7 +392,7 @@ def cmd_autotune(args, overrides) -> int:
     best = recommend(candidates, configured)
     tied = ties(candidates)
     print(
-        f"\n{rounds} rounds; median SPS [lowest, highest sample] (samples); = marks a tie with the best (within its noise):"
+        f"\n{rounds} round{'s' if rounds != 1 else ''}; median SPS [lowest, highest sample] (samples); = marks a tie with the best (within its noise):"
     )
     for cand in sorted(candidates, key=lambda c: -c.median)[:12]:
         mark = "=" if cand in tied else " "
