@@ -1,11 +1,16 @@
 """Async pipelining for Multithreading: env stepping overlapped with a policy (seed-001 methodology).
 
     python bench/bench_pipelining.py [--repeats 5] [--markdown bench/results/pipelining.md]
+    python bench/bench_pipelining.py --sweep [--markdown bench/results/pipelining_crossover.md]
 
 The stand-in policy is a numpy matmul (single-threaded BLAS, it releases the GIL) sized so that its
 cost on one batch of observations about equals one synchronous batch step of the envs on one core.
 Timed: the whole loop (recv, policy, send), end to end. Compared in the same run: the synchronous
 mode (batch = all envs, pool of max_num_threads) against 2 buffers (batch = half the envs).
+
+--sweep: where pipelining starts to pay. The policy's cost on all envs is swept from none to 4x one
+single-thread env step (the numpy policy, one thread), plus a torch policy that uses every core
+itself (a CPU policy as torch runs it by default), each timed synchronous and with 2 buffers.
 """
 
 import os
@@ -99,11 +104,119 @@ def run(policy: Policy, batch_size: int, threads: int, batches: int) -> tuple[fl
     return batches * vecenv.agents_per_batch / elapsed, waiting / elapsed
 
 
+class NoPolicy:
+    """Actions computed in advance: the loop's cost is the envs' alone."""
+
+    shape = (0, 0)
+
+    def __init__(self):
+        self.actions = {}
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        n = len(obs)
+        if n not in self.actions:
+            self.actions[n] = np.random.default_rng(2).integers(0, 2, n).astype(np.int32)
+        return self.actions[n]
+
+
+class TorchPolicy:
+    """A torch MLP (4 -> width -> width -> 2) on as many threads as torch takes by default (every core)."""
+
+    def __init__(self, width: int):
+        import torch
+
+        torch.manual_seed(0)
+        torch.set_num_threads(os.cpu_count() or 1)
+        self.torch = torch
+        self.shape = (width, width)
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(4, width),
+            torch.nn.ReLU(),
+            torch.nn.Linear(width, width),
+            torch.nn.ReLU(),
+            torch.nn.Linear(width, 2),
+        )
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        with self.torch.inference_mode():
+            return self.net(self.torch.from_numpy(obs)).argmax(1).to(self.torch.int32).numpy()
+
+
+def policy_cost(policy) -> float:
+    obs = np.random.default_rng(1).standard_normal((NUM_ENVS, 4)).astype(np.float32)
+    return min(time_once(lambda: policy(obs), 20) for _ in range(3))
+
+
+def sweep(env_step: float, repeats: int, batches: int, markdown: str | None) -> None:
+    """Synchronous vs 2 buffers as the policy's cost grows against the env step's."""
+    cases = [("none", NoPolicy())]
+    for ratio in (0.25, 0.5, 1.0, 2.0, 4.0):
+        cases.append((f"numpy, one thread, calibrated to {ratio:g} E", calibrate_policy(env_step * ratio)))
+    try:
+        cases.append(("torch MLP 4-64-64-2, every core", TorchPolicy(64)))
+    except ImportError:
+        print("torch not installed: its row is left out")
+    rows = []
+    for name, policy in cases:
+        cost = policy_cost(policy)
+        sync, piped = [], []
+        for _ in range(repeats):
+            sync.append(run(policy, NUM_ENVS, None, batches)[0])
+            piped.append(run(policy, NUM_ENVS // 2, None, 2 * batches)[0])
+        # Each pair ran back to back: the median of the pairs' ratios shrugs off load that came and went.
+        ratio = statistics.median(b / a for a, b in zip(sync, piped))
+        print(
+            f"  {name:<40} policy {cost * 1e6:7.0f} us  sync {statistics.median(sync):>12,.0f}  "
+            f"2 buffers {statistics.median(piped):>12,.0f}  {ratio:.2f}x"
+        )
+        rows.append(
+            [
+                name,
+                f"{cost * 1e6:.0f}",
+                f"{cost / env_step:.2f}",
+                f"{statistics.median(sync):,.0f}",
+                f"{statistics.median(piped):,.0f}",
+                f"{ratio:.2f}x",
+                ", ".join(f"{a / 1e6:.2f}M/{b / 1e6:.2f}M" for a, b in zip(sync, piped)),
+            ]
+        )
+    info = benchmark.system_info(
+        {
+            "env": f"shoal CartPole, {NUM_ENVS} envs, default threads",
+            "env step, one thread, all envs (E)": f"{env_step * 1e6:.0f} us",
+            "timed": f"recv + policy + send, end to end, {batches} full-vector batches a sample after 20 warm-up batches",
+            "repeats": f"{repeats} pairs, synchronous then 2 buffers, back to back",
+        }
+    )
+    table = benchmark.format_markdown(
+        "Multithreading: when pipelining pays (policy cost P against env step E)",
+        info,
+        rows,
+        [
+            "policy",
+            "P (us, all envs)",
+            "P / E",
+            "sync SPS",
+            "2 buffers SPS",
+            "2 buffers / sync",
+            "samples (sync/2 buffers)",
+        ],
+        [
+            "2 buffers let one buffer's envs step while the policy runs on the other, so the loop takes about "
+            "max(E, P) a batch where the synchronous one takes E/s + P (s: what the pool's threads make of E). "
+            "That needs a core for each: a policy that itself runs on every core, or other processes on the "
+            "machine, leave none. P and P / E are measured in this run (a busy machine's calibration misses)."
+        ],
+    )
+    benchmark.publish(table, markdown)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--batches", type=int, default=2000, help="full-vector batches per sample")
     parser.add_argument("--markdown")
+    parser.add_argument("--sweep", action="store_true", help="sweep the policy's cost against the env step's")
     args = parser.parse_args()
 
     with make(CartPole, backend="Multithreading", num_envs=NUM_ENVS, max_num_threads=1) as probe:
@@ -111,6 +224,9 @@ def main() -> None:
         # Random actions like a policy's: all-zero actions would end episodes (costly resets) constantly.
         actions = np.random.default_rng(2).integers(0, 2, NUM_ENVS).astype(np.int32)
         env_step = min(time_once(lambda: probe.step(actions), 200) for _ in range(5))
+    if args.sweep:
+        sweep(env_step, args.repeats, args.batches, args.markdown)
+        return
     policy = calibrate_policy(env_step)
     width, outputs = policy.shape
     obs = np.random.default_rng(1).standard_normal((NUM_ENVS, 4)).astype(np.float32)
