@@ -220,6 +220,7 @@ def test_a_killed_builds_staging_folder_is_removed_by_the_next_use(tmp_path):
     assert list(root.glob(".build-slow-*")), "nothing was left to clean: the test proves nothing"
     assert builds.cached_build(root, "quick", "e" * 64, "lib.so", _quick_build, RuntimeError) == quick  # a hit
     assert not list(root.glob(".build-*")), "the killed build's staging folder is still there"
+    assert not list(root.glob(".lock-*")), "the killed build's lock file is still there"
 
 
 SLOW_BUILD = """

@@ -236,16 +236,19 @@ def _stage_lock(stage: Path):
 
 def remove_dead_stages(root: Path) -> int:
     """Removes the staging folders of builds that died (their lock free, or, without a lock file, older
-    than STALE_STAGE_SECONDS); returns how many."""
+    than STALE_STAGE_SECONDS), and the key locks they left; returns how many staging folders."""
     removed = 0
     try:
-        stages = [p for p in root.iterdir() if p.name.startswith(STAGE_PREFIX) and p.is_dir()]
+        entries = list(root.iterdir())
     except OSError:
         return 0
-    for stage in stages:
-        if _stage_is_dead(stage):
-            shutil.rmtree(stage, ignore_errors=True)
+    for path in entries:
+        if path.name.startswith(STAGE_PREFIX) and path.is_dir() and _stage_is_dead(path):
+            shutil.rmtree(path, ignore_errors=True)
             removed += 1
+        elif path.name.startswith(KEY_LOCK_PREFIX) and _lock_is_free(path):
+            with contextlib.suppress(OSError):
+                path.unlink()
     return removed
 
 
@@ -253,6 +256,13 @@ def _stage_is_dead(stage: Path) -> bool:
     lock = stage / STAGE_LOCK
     if fcntl is None or not lock.exists():
         return time.time() - last_used(stage) > STALE_STAGE_SECONDS
+    return _lock_is_free(lock)
+
+
+def _lock_is_free(lock: Path) -> bool:
+    """No live process holds ``lock`` (the kernel drops a dead one's)."""
+    if fcntl is None:
+        return False
     try:
         descriptor = os.open(lock, os.O_RDWR)
     except OSError:
