@@ -170,6 +170,16 @@ def test_a_cache_others_may_write_is_refused(cache, mode):
         build.ale_archive()
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
+def test_shoals_cache_folder_others_may_write_is_refused_for_the_folders_inside(tmp_path, monkeypatch):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    monkeypatch.setenv("SHOAL_CACHE_DIR", str(shared))
+    with pytest.raises(builds.CacheError, match=f"the build cache {shared} is writable by others"):
+        builds.private_folder(shared / "atari")
+
+
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="chown to another user needs root")
 def test_a_cache_of_another_user_is_refused(cache):
     cache.mkdir(mode=0o700)

@@ -65,7 +65,8 @@ class CacheError(Exception):
 
 def private_folder(folder: Path, error: type[Exception] = CacheError) -> Path:
     """``folder``, created 0700 (each missing level) if missing, and checked: a folder shoal compiles
-    into and loads from must be the user's own and writable by nobody else."""
+    into and loads from must be the user's own and writable by nobody else, and so must shoal's cache
+    folder where it lies inside it (whoever may write there may replace it)."""
     missing = []
     here = Path(folder)
     while not here.exists() and here.parent != here:
@@ -74,12 +75,15 @@ def private_folder(folder: Path, error: type[Exception] = CacheError) -> Path:
     for level in reversed(missing):
         with contextlib.suppress(FileExistsError):
             os.mkdir(level, 0o700)
-    problem = untrusted(folder)
-    if problem is not None:
-        raise error(
-            f"the build cache {folder} {problem}: shoal compiles and loads code from it, so it must be "
-            "yours and writable only by you (chmod go-w it, or choose another folder with $SHOAL_CACHE_DIR)"
-        )
+    shoal_cache = cache_dir()
+    checked = [shoal_cache, folder] if shoal_cache in Path(folder).parents else [folder]
+    for path in checked:
+        problem = untrusted(path)
+        if problem is not None:
+            raise error(
+                f"the build cache {path} {problem}: shoal compiles and loads code from it, so it must be "
+                "yours and writable only by you (chmod go-w it, or choose another folder with $SHOAL_CACHE_DIR)"
+            )
     return folder
 
 
