@@ -137,8 +137,8 @@ def assign(free: list[float], needs: list[float], mode: str) -> list[int] | None
             fits = [n for n in fits if count[n] == 0]
         if not fits:
             return None
-        if mode == "pack":  # the node already used most, then the fullest
-            n = min(fits, key=lambda n: (-count[n], left[n]))
+        if mode == "pack":  # the node already used most, then the one with most room (fewest nodes)
+            n = min(fits, key=lambda n: (-count[n], -left[n]))
         else:  # the node used least, then the one with most room
             n = min(fits, key=lambda n: (count[n], -left[n]))
         left[n] -= need

@@ -69,9 +69,12 @@ class Heartbeat:
     health thread, so a long step still answers)."""
 
     def __init__(self, ray, limit_s: float = HEARTBEAT_LIMIT_S):
-        self.ray = ray
+        from ray.exceptions import RayError
+
+        self.ray, self._RayError = ray, RayError
         self.limit_s = limit_s
         self.pings: dict[int, tuple[object, float]] = {}  # worker -> (its pending ping, when sent)
+        self.last_reason = ""
 
     def silent(self, busy, started: list[float], ping) -> int | None:
         """The first worker of ``busy`` whose ping went unanswered for ``limit_s``; pings those in
@@ -85,12 +88,19 @@ class Heartbeat:
                 ref, sent = self.pings[w]
                 if self.ray.wait([ref], timeout=0)[0]:
                     del self.pings[w]  # answered: the next one after another period
+                    try:
+                        self.ray.get(ref, timeout=0)
+                    except self._RayError as exc:  # dead or unreachable: Ray may say so before the step's call does
+                        self.last_reason = f"failed a liveness check: {type(exc).__name__}: {str(exc).splitlines()[0]}"
+                        return w
                 elif now - sent >= self.limit_s:
                     del self.pings[w]
+                    self.last_reason = f"did not answer a liveness check within {self.limit_s:g} s (its node may be frozen or unreachable)"
                     return w
             elif now - started[w] >= HEARTBEAT_AFTER_S:
                 self.pings[w] = (ping(w), now)
         return None
 
     def reason(self) -> str:
-        return f"did not answer a liveness check within {self.limit_s:g} s (its node may be frozen or unreachable)"
+        """Why the worker ``silent`` returned last is lost."""
+        return self.last_reason
