@@ -316,7 +316,9 @@ def restarts_within(vecenv, seconds: float, then: int = 20) -> list[dict]:
     return found
 
 
-@pytest.mark.parametrize("fault", ["SIGKILL", "SIGSTOP"])
+# The file's integration run keeps one case of each policy to stay within a few minutes on a 2-core
+# machine; the other cases are in the slow tier (and bench/cluster_node_loss.py loops them 10 times).
+@pytest.mark.parametrize("fault", [pytest.param("SIGKILL", marks=pytest.mark.slow), "SIGSTOP"])
 def test_restart_lands_away_from_the_lost_node_and_the_rollout_completes(sim, fault):
     vecenv = make(make_cartpole, backend=RAY, num_envs=3, num_workers=3, on_worker_failure="restart")
     frozen = []
@@ -337,7 +339,7 @@ def test_restart_lands_away_from_the_lost_node_and_the_rollout_completes(sim, fa
         sim.renew(lost, frozen)
 
 
-@pytest.mark.parametrize("fault", ["SIGKILL", "SIGSTOP"])
+@pytest.mark.parametrize("fault", ["SIGKILL", pytest.param("SIGSTOP", marks=pytest.mark.slow)])
 def test_elastic_keeps_stepping_with_the_lost_rows_masked(sim, fault):
     """The healthy actors step on while the lost one's replacement starts on a survivor; its rows are
     masked out and said lost in infos until it rejoins, reset, as a restart's."""
@@ -392,6 +394,7 @@ def test_frozen_node_raises_within_seconds_by_default(sim):
         sim.renew(lost, frozen)
 
 
+@pytest.mark.slow
 def test_graceful_node_removal_raises_naming_the_node(sim):
     vecenv = make(make_cartpole, backend=RAY, num_envs=3, num_workers=3)
     vecenv.reset(seed=1)
