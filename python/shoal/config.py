@@ -19,8 +19,9 @@ asks for a step count) and, for an Atari game, [vec] num_envs (the embedded one 
 each Atari env loads its ROM on reset, so the family's default is ATARI_ENVS_PER_CPU per usable CPU).
 A [vec] key the file or command line sets must apply to the chosen backend. Relative paths in [env]
 (ocean_source, a library's path, Atari's rom, a MuJoCo xml_file starting with ".") are resolved
-against the config file's folder, those of the command line against the working directory. Values are checked by the registry's
-option table, so a bad value reads as make() would report it, prefixed by where it was written.
+against the config file's folder, those of the command line against the working directory. Values
+are checked by the registry's option table, so a bad value reads as make() would report it, prefixed
+by where it was written.
 """
 
 from __future__ import annotations
