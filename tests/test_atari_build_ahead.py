@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import selectors
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -17,6 +18,8 @@ import time
 import pytest
 
 pytest.importorskip("ale_py", reason="needs ale-py: pip install -e '.[test]'")
+if sys.platform == "win32":
+    pytest.skip("process groups and SIGKILL", allow_module_level=True)
 
 from shoal.atari import build, sdist
 from shoal.native import builds
@@ -40,6 +43,13 @@ def _stderr_lines_until(process, predicate, seconds):
     return lines
 
 
+def _first_use(env):
+    """A process that uses Atari for the first time, in a session of its own (its compilers with it)."""
+    return subprocess.Popen(
+        [sys.executable, "-c", FIRST_USE], env=env, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+
+
 @pytest.fixture
 def fresh_cache(tmp_path):
     """A private, empty Atari cache holding only the verified sdist (skipped when none is cached here)."""
@@ -52,19 +62,18 @@ def fresh_cache(tmp_path):
     return root
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
 def test_first_use_names_the_cache_within_5_s_and_a_killed_build_is_cleaned_up(fresh_cache):
     env = {**os.environ, "SHOAL_ATARI_BUILD_CACHE": str(fresh_cache)}
     env.pop("SHOAL_QUIET", None)
     started = time.monotonic()
-    with subprocess.Popen([sys.executable, "-c", FIRST_USE], env=env, stderr=subprocess.PIPE, text=True) as process:
+    with _first_use(env) as process:
         try:
             lines = _stderr_lines_until(process, lambda line: str(fresh_cache) in line, 5.0)
             waited = time.monotonic() - started
             lines += _stderr_lines_until(process, lambda line: "compiling ALE" in line, 30.0)
             staged = list(fresh_cache.glob(".build-ale-*"))
         finally:
-            process.kill()
+            os.killpg(process.pid, signal.SIGKILL)  # its compilers too
     named = [line for line in lines if str(fresh_cache) in line]
     assert named and waited < 5.0, f"nothing named the cache in {waited:.1f} s: {lines}"
     assert "building ALE" in named[0]
@@ -76,11 +85,11 @@ def test_first_use_names_the_cache_within_5_s_and_a_killed_build_is_cleaned_up(f
 
 def test_quiet_first_use_prints_nothing(fresh_cache):
     env = {**os.environ, "SHOAL_ATARI_BUILD_CACHE": str(fresh_cache), "SHOAL_QUIET": "1"}
-    with subprocess.Popen([sys.executable, "-c", FIRST_USE], env=env, stderr=subprocess.PIPE, text=True) as process:
+    with _first_use(env) as process:
         try:
             lines = _stderr_lines_until(process, lambda line: True, 8.0)
         finally:
-            process.kill()
+            os.killpg(process.pid, signal.SIGKILL)  # its compilers too
     assert not any(line.startswith("shoal:") for line in lines), lines
 
 
