@@ -583,6 +583,7 @@ ACTION_FORMS = {
     "autocast-bfloat16": _autocast,
     "bfloat16": lambda t: t.to(torch.bfloat16),
     "float16": lambda t: t.to(torch.float16),
+    "float64": lambda t: t.to(torch.float64),
     "sparse-coo": lambda t: t.to_sparse(),
     "sparse-csr": lambda t: _csr(t) if t.dim() == 2 else t.to_sparse(),
     "negative-bit": lambda t: _negative_bit(t.float()),
@@ -630,9 +631,9 @@ def test_action_tensors_of_every_dtype_and_layout_are_taken_alike_on_cpu_and_cud
         on_cuda = sent_actions(space, form, engine)
         if isinstance(on_cpu, str):
             assert on_cuda == on_cpu, engine
-        else:  # as the envs get them (float16 reaches the vector as float16 from the CPU: the same floats)
-            assert [as_envs_get(a, space) for a in on_cuda] == [as_envs_get(a, space) for a in on_cpu], engine
-    floats = form in ("autocast-bfloat16", "bfloat16", "float16", "negative-bit")
+        else:
+            assert [(a.dtype, a.tolist()) for a in on_cuda] == [(a.dtype, a.tolist()) for a in on_cpu], engine
+    floats = form in ("autocast-bfloat16", "bfloat16", "float16", "float64", "negative-bit")
     if space == "Discrete" and (floats or form == "conjugate-bit"):
         assert isinstance(on_cpu, str) and "must be integers" in on_cpu, on_cpu
     elif space == "Box" and form == "conjugate-bit":
@@ -645,6 +646,8 @@ def test_action_tensors_of_every_dtype_and_layout_are_taken_alike_on_cpu_and_cud
         # the values given, read by torch itself (sparse ones densified), rounded to the space's dtype
         expected = [np.array((g.to_dense() if g.layout != torch.strided else g).tolist()) for g in given]
         assert [as_envs_get(a, space) for a in on_cpu] == [as_envs_get(a, space) for a in expected]
+        if space == "Box":  # floats of any width reach the envs' check as float32, rounded once, on both paths
+            assert all(a.dtype == np.float32 for a in on_cpu)
 
 
 def as_envs_get(actions: np.ndarray, space: str) -> list:

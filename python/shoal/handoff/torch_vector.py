@@ -181,9 +181,11 @@ class TorchVector:
 
     def send(self, actions) -> None:
         if self._copies is None and type(actions) is self._tensor:
-            try:
-                actions = actions.numpy()  # a plain CPU tensor of a numpy dtype outside autograd: a view
-            except (RuntimeError, TypeError):  # else (grad, another device, bfloat16, sparse, ...) converted
+            try:  # a plain CPU tensor outside autograd, of the dtype it travels as: a view of its memory
+                if self._action_dtypes.travel_dtype(actions.dtype) is not actions.dtype:
+                    raise TypeError("converted as on CUDA")
+                actions = actions.numpy()
+            except (RuntimeError, TypeError):  # else (grad, another device, float64, sparse, ...) converted
                 actions = self._host_actions(actions)
             self.vecenv.send(actions)  # the wrapped vector checks it as it checks numpy actions
             return
