@@ -78,6 +78,42 @@ def per_step_us(vecenv, seconds: float) -> float:
             return elapsed / steps * 1e6
 
 
+def ray_floor_us(seconds: float) -> float:
+    """Ray's own cost of one round over WORKERS actors that do nothing, through one compiled graph
+    each, as shoal's full-sync step uses them (no env, no shoal): the floor under shoal's noop3."""
+    import ray
+    from ray.dag import InputNode
+
+    from shoal.backends.worker_side.ray_actor import numpy_only_channels
+
+    @ray.remote(num_cpus=1)
+    class Noop:
+        def __init__(self):
+            numpy_only_channels()
+
+        def step(self, actions):
+            return None
+
+    actors = [Noop.remote() for _ in range(WORKERS)]
+    graphs = []
+    for actor in actors:
+        with InputNode() as actions:
+            graphs.append(actor.step.bind(actions).experimental_compile())
+    try:
+        for _ in range(20):
+            [ref.get(timeout=-1) for ref in [g.execute(None) for g in graphs]]
+        rounds, start = 0, time.perf_counter()
+        while time.perf_counter() - start < seconds:
+            [ref.get(timeout=-1) for ref in [g.execute(None) for g in graphs]]
+            rounds += 1
+        return (time.perf_counter() - start) / rounds * 1e6
+    finally:
+        for graph in graphs:
+            graph.teardown()
+        for actor in actors:
+            ray.kill(actor)
+
+
 def start_cluster(case: str):
     from ray.cluster_utils import Cluster
 
@@ -120,6 +156,9 @@ def run_case(case: str, repeats: int, seconds: float) -> dict:
                     paths[name] = ", ".join(sorted(set(getattr(vecenv, "worker_paths", ["processes"]))))
                 finally:
                     vecenv.close()
+            if case != "bigobs":
+                samples.setdefault("Ray's floor (bare graphs)", []).append(ray_floor_us(seconds))
+                paths["Ray's floor (bare graphs)"] = "3 do-nothing actors, no shoal"
     finally:
         ray.shutdown()
         cluster.shutdown()

@@ -47,7 +47,7 @@ class EnvHost:
         # make the caller's import path visible before unpickling them. On other machines those
         # modules must be installed (or shipped with Ray's runtime_env).
         sys.path.extend(p for p in caller_path if p not in sys.path)
-        _numpy_only_channels()
+        numpy_only_channels()
         try:
             envs = pickle.loads(payload)
             self.block = np.zeros(max(block_size(shape.observation_space, shape.action_space, rows), 1), dtype=np.uint8)
@@ -101,7 +101,7 @@ class EnvHost:
         return runner.close() if runner is not None else []
 
 
-def _numpy_only_channels() -> None:
+def numpy_only_channels() -> None:
     """Ray's compiled-graph channels ask whether torch is there by importing it, in the actor, at the
     first step (seconds, and hundreds of MB, per actor); this actor hands them numpy arrays and plain
     Python objects, which they carry without torch, so it tells them there is none."""
