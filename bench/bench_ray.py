@@ -78,7 +78,10 @@ def main(argv=None) -> int:
     try:
         import ray
     except ImportError:
-        print("bench_ray needs ray: pip install 'shoal[ray]'", file=sys.stderr)
+        print(
+            "bench_ray needs ray: pip install 'ray>=2.9' (or, in shoal's source folder, pip install '.[ray]')",
+            file=sys.stderr,
+        )
         return 1
 
     ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)

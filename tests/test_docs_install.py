@@ -1,7 +1,8 @@
 """The install lines users read work: shoal is not on a package index, so no page or error message tells
 anyone to `pip install "shoal[...]"`; every extra a line installs from the clone (`pip install ".[x]"`)
 exists in pyproject.toml; and each page that installs an extra pulling torch says how to get the
-CPU-only build (pip's default torch is a multi-GB CUDA one)."""
+CPU-only build (pip's default torch is a multi-GB CUDA one). Scanned: README, CONTRIBUTING, docs/, and the
+Python of python/shoal, examples/ and bench/."""
 
 from __future__ import annotations
 
@@ -12,7 +13,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").rglob("*.md"))]
-SOURCES = sorted((ROOT / "python" / "shoal").rglob("*.py")) + sorted((ROOT / "examples").rglob("*.py"))
+SOURCES = [
+    *sorted((ROOT / "python" / "shoal").rglob("*.py")),
+    *sorted((ROOT / "examples").rglob("*.py")),
+    *sorted((ROOT / "bench").rglob("*.py")),
+]
 FROM_AN_INDEX = re.compile(r"shoal\[[^\]]*\]")
 FROM_THE_CLONE = re.compile(r"""pip install (?:-e )?["']?\.\[([\w,-]+)\]""")
 PULLS_TORCH = {"adapters", "torch", "rllib", "full"}
