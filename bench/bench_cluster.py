@@ -194,7 +194,14 @@ def main(argv=None) -> int:
     unknown = sorted(set(cases) - set(CASES))
     if unknown:
         parser.error(f"unknown case(s) {unknown}; the cases are {list(CASES)}")
-    import ray
+    try:
+        import ray
+    except ImportError:
+        print(
+            "bench_cluster needs ray: pip install 'ray>=2.9' (or, in shoal's source folder, pip install '.[ray]')",
+            file=sys.stderr,
+        )
+        return 1
 
     info = benchmark.system_info({"ray": ray.__version__, "cluster": "ray.cluster_utils.Cluster on loopback"})
     results = []
