@@ -17,6 +17,8 @@ import math
 import os
 from pathlib import Path
 
+import psutil
+
 __all__ = ["physical_cores", "quota_cpus", "usable_cpus"]
 
 
@@ -37,9 +39,13 @@ def physical_cores() -> int:
 
 
 def affinity_cpus() -> int:
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
+    """Logical CPUs in this process's affinity mask (every CPU where the OS keeps no mask: macOS)."""
+    if hasattr(os, "process_cpu_count"):  # Python 3.13+
+        return os.process_cpu_count() or 1
+    try:
+        return len(psutil.Process().cpu_affinity())
+    except (AttributeError, psutil.Error):
+        return os.cpu_count() or 1
 
 
 def quota_cpus(root: str | os.PathLike = "/") -> float | None:
