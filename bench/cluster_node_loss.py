@@ -117,32 +117,34 @@ def main() -> None:
 
     nodes = Nodes(Cluster)
     ray.init(address=nodes.cluster.address, logging_level="ERROR")
-    summary = []
+    results = {}  # (fault, policy) -> runs so far: a cluster that dies mid-way still reports them
     try:
         for policy in args.policies.split(","):
             for fault in args.faults.split(","):
-                runs = []
+                runs = results[fault, policy] = []
                 for i in range(args.runs):
                     run = one_run(nodes, fault, policy)
                     runs.append(run)
                     print(f"{fault} {policy} run {i + 1}: {run}", flush=True)
-                seconds = [r["seconds"] for r in runs if r["completed"]]
-                summary.append(
-                    f"node_loss: {fault} {policy} runs={len(runs)} survivor={sum(r['survivor'] for r in runs)} "
-                    f"completed={sum(r['completed'] for r in runs)} "
-                    f"median_s={statistics.median(seconds) if seconds else float('nan'):.1f}"
-                    + (
-                        f" masked_steps_median={statistics.median(r['masked'] for r in runs):.0f}"
-                        if policy == "elastic"
-                        else ""
-                    )
-                )
     finally:
+        for (fault, policy), runs in results.items():
+            print(summary(fault, policy, runs))
         ray.shutdown()
         nodes.cluster.shutdown()
         shutil.rmtree(home, ignore_errors=True)
         shutil.rmtree(tmp, ignore_errors=True)
-    print("\n".join(summary))
+
+
+def summary(fault: str, policy: str, runs: list) -> str:
+    seconds = [r["seconds"] for r in runs if r["completed"]]
+    line = (
+        f"node_loss: {fault} {policy} runs={len(runs)} survivor={sum(r['survivor'] for r in runs)} "
+        f"completed={sum(r['completed'] for r in runs)} "
+        f"median_s={statistics.median(seconds) if seconds else float('nan'):.1f}"
+    )
+    if policy == "elastic" and runs:
+        line += f" masked_steps_median={statistics.median(r['masked'] for r in runs):.0f}"
+    return line
 
 
 if __name__ == "__main__":

@@ -423,16 +423,19 @@ def test_graceful_node_removal_raises_naming_the_node(sim):
         sim.cluster.wait_for_nodes()
 
 
-def test_crash_loop_ends_in_a_worker_error_and_no_replacement_reuses_a_failed_node(sim):
+def test_crash_loop_ends_in_a_worker_error_and_each_node_is_tried_before_one_is_reused(sim):
+    """An env that kills its actor on every step: the replacements go to each node in turn (a failed
+    node is reused only once no other has room, and only because it answers a probe), and the restart
+    budget ends the loop with a WorkerError."""
     vecenv = make(make_dying_env, backend=RAY, num_envs=1, num_workers=1, on_worker_failure="restart")
     vecenv.reset(seed=1)
     start = time.monotonic()
-    with pytest.raises(WorkerError, match="no healthy node|replacement attempts failed") as info:
-        step_through(vecenv, 10)
-    assert time.monotonic() - start < 60
-    history = vecenv._history.failures
-    assert all(len(times) == 1 for times in history.values()), history  # each node failed once
-    assert len(history) == 3, info.value
+    with pytest.raises(WorkerError, match="not replaced|no healthy node") as info:
+        step_through(vecenv, 20)
+    assert time.monotonic() - start < 60, info.value
+    failures = sorted((t, node) for node, times in vecenv._history.failures.items() for t in times)
+    assert len({node for _, node in failures[:3]}) == 3, failures
+    assert len(failures) >= 4, failures
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -87,6 +87,9 @@ def test_a_replacement_keeps_off_nodes_that_failed():
     history.failed("n0")
     history.failed("n1")
     assert replacement_node(cluster, history, 1.0) is None  # every node failed a moment ago
+    # unless one answers a probe: the least-failed of those with room
+    assert replacement_node(cluster, history, 1.0, lambda node: node != "n0").node_id == "n2"
+    assert replacement_node(cluster, history, 1.0, lambda node: False) is None
 
 
 def test_a_node_failed_long_ago_is_used_again_least_failed_first():

@@ -42,6 +42,7 @@ their results can only precede the reset's, and none is read.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import sys
 import time
@@ -83,6 +84,7 @@ from .ray_recovery import (
     Heartbeat,
     NodeHistory,
     no_room,
+    node_answers,
     replacement_node,
 )
 from .wire.blocks import block_buffers
@@ -259,7 +261,7 @@ class Ray(WorkerBackend):
         cpus, per_actor, where = fit
         if "scheduling_strategy" in self._actor_options:
             return Plan(cpus, per_actor)  # the user's strategy places the actors
-        return Plan(cpus, per_actor, reserve(ray, cpus, where, self.placement, self._actor_options, nodes))
+        return Plan(cpus, per_actor, reserve(ray, cpus, where, self.placement, self._actor_options, nodes), where)
 
     def _host(self, w: int, strategy=None):
         """The actor class with actor w's options: its CPUs, its bundle (or ``strategy``), the user's options."""
@@ -515,15 +517,18 @@ class Ray(WorkerBackend):
         return creation_timeout(self.timeout, MIN_ACTOR_START_S)
 
     def _replacement_node(self, w: int, error=None):
-        """The healthy node for worker w's replacement (ray_recovery.py); a WorkerError if none has room."""
-        cpus, nodes = self._plan.cpus[w], cluster_nodes(self._ray)
-        node = replacement_node(nodes, self._history, cpus)
+        """(node, scheduling strategy) of worker w's replacement: a healthy node (ray_recovery.py),
+        in w's own bundle where the node is the bundle's (its CPUs are held for w, not free); a
+        WorkerError if no node has room."""
+        plan, cpus, nodes = self._plan, self._plan.cpus[w], cluster_nodes(self._ray)
+        bundle_node = plan.where[w] if plan.where is not None else None
+        seen = [dataclasses.replace(n, free_cpus=n.free_cpus + cpus) if n.node_id == bundle_node else n for n in nodes]
+        node = replacement_node(seen, self._history, cpus, lambda node_id: node_answers(self._ray, node_id))
         if node is None:
             raise WorkerError(no_room(w, cpus, nodes, self._history) + (f"\nlast attempt: {error}" if error else ""))
         self._addresses[node.node_id] = node.address
-        return node
-
-    _node_strategy = staticmethod(node_strategy)
+        strategy = actor_strategy(plan, w) if node.node_id == bundle_node else node_strategy(node.node_id)
+        return node, strategy
 
     def _replace(self, w: int) -> None:
         """A new actor for worker w on a healthy node (ray_recovery.py), retried elsewhere after a back-off."""
@@ -533,9 +538,9 @@ class Ray(WorkerBackend):
         for attempt in range(ATTEMPTS):
             if attempt:
                 time.sleep(BACKOFF_S[min(attempt - 1, len(BACKOFF_S) - 1)])
-            node = self._replacement_node(w, error)
+            node, strategy = self._replacement_node(w, error)
             self.worker_nodes[w] = WorkerNode(node.node_id, node.address)
-            self._handles[w] = self._host(w, node_strategy(node.node_id)).remote(*self._actor_args[w])
+            self._handles[w] = self._host(w, strategy).remote(*self._actor_args[w])
             try:
                 self._await_ready([w])
                 return

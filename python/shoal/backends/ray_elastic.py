@@ -118,10 +118,10 @@ class ElasticWorkers:
             vec._fail(WorkerError(f"worker {w}: {ATTEMPTS} replacement attempts failed, each on another node"))
         pending.attempts += 1
         try:
-            node = vec._replacement_node(w)
+            node, strategy = vec._replacement_node(w)
         except WorkerError as exc:
             vec._fail(exc)
-        pending.handle = vec._host(w, vec._node_strategy(node.node_id)).remote(*vec._actor_args[w])
+        pending.handle = vec._host(w, strategy).remote(*vec._actor_args[w])
         pending.ready, pending.started = pending.handle.ready.remote(), time.monotonic()
         pending.node = node
 

@@ -62,6 +62,7 @@ class Plan:
     cpus: list[float]
     threads: list[int]
     placement_group: object = None
+    where: list[str] | None = None  # the node id of each actor's bundle
 
 
 def check_placement(placement) -> str:

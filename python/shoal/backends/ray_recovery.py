@@ -10,6 +10,7 @@ nodes and their failures.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import defaultdict
 
@@ -42,18 +43,52 @@ class NodeHistory:
         return ", ".join(f"{node[:12]}: {len(times)}" for node, times in self.failures.items()) or "none"
 
 
-def replacement_node(nodes: list[Node], history: NodeHistory, cpus: float) -> Node | None:
-    """The alive node a replacement needing ``cpus`` should go to, or None if no healthy one has room."""
-    healthy = [n for n in nodes if not history.recent(n.node_id) and n.free_cpus + 1e-9 >= cpus]
-    if not healthy:
-        return None
-    return min(healthy, key=lambda n: (history.count(n.node_id), -n.free_cpus))
+def replacement_node(nodes: list[Node], history: NodeHistory, cpus: float, answers=None) -> Node | None:
+    """The alive node a replacement needing ``cpus`` should go to, or None if none has room. A node
+    that failed recently is taken only when no other has room and it answers a probe (``answers(node_id)``):
+    an actor whose process died on a healthy node (a crashing env, a single-node cluster) is replaced
+    there, one on a killed or frozen node is not."""
+    roomy = sorted(
+        (n for n in nodes if n.free_cpus + 1e-9 >= cpus), key=lambda n: (history.count(n.node_id), -n.free_cpus)
+    )
+    healthy = [n for n in roomy if not history.recent(n.node_id)]
+    if healthy:
+        return healthy[0]
+    if answers is not None:
+        return next((n for n in roomy if answers(n.node_id)), None)
+    return None
+
+
+PROBE_S = 5.0  # how long a recently failed node has to run a no-op task before it is passed over
+
+
+def _alive() -> bool:
+    return True
+
+
+_probes: dict = {}
+
+
+def node_answers(ray, node_id: str, timeout: float = PROBE_S) -> bool:
+    """Whether the node runs a no-op task within ``timeout`` (a killed raylet or a frozen node does not)."""
+    from .ray_placement import node_strategy
+
+    if "probe" not in _probes:
+        _probes["probe"] = ray.remote(num_cpus=0, max_retries=0)(_alive)
+    ref = _probes["probe"].options(scheduling_strategy=node_strategy(node_id)).remote()
+    try:
+        return bool(ray.get(ref, timeout=timeout))
+    except Exception:  # any failure to answer is a no
+        with contextlib.suppress(Exception):
+            ray.cancel(ref, force=True)
+        return False
 
 
 def no_room(w: int, cpus: float, nodes: list[Node], history: NodeHistory) -> str:
     return (
         f"no healthy node has {cpus:g} free CPU(s) for worker {w}'s replacement (nodes where an actor "
-        f"failed in the last {history.quarantine_s:g} s are avoided; failures per node: {history.describe()}):\n"
+        f"failed in the last {history.quarantine_s:g} s are avoided unless they answer a probe; failures per "
+        f"node: {history.describe()}):\n"
         f"{node_table(nodes)}"
     )
 
