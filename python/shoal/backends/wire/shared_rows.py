@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from gymnasium import spaces
 
-from ...buffers import Buffers
+from ...buffers import Buffers, check_fits
 from .blocks import ALIGNMENT, block_buffers
 
 TOKEN_BYTES = 16
@@ -44,6 +44,8 @@ class SharedRows:
     """The caller's side: every row's buffers in one anonymous memory file."""
 
     def __init__(self, observation_space: spaces.Box, action_space: spaces.Space, rows: int, node_id: str):
+        # As Buffers.allocate: a size the machine cannot hold is an error now, not an out-of-memory kill later.
+        check_fits(rows * Buffers.row_bytes(observation_space, action_space), rows, f"buffers for {rows:,} agent rows")
         carved = block_buffers(None, observation_space, action_space, rows)[1].nbytes
         token_at = -(-carved // ALIGNMENT) * ALIGNMENT
         nbytes = token_at + TOKEN_BYTES
