@@ -1,6 +1,7 @@
 """Issue 54's node-loss acceptance loops on a simulated cluster, run by hand (minutes, not CI).
 
     python bench/cluster_node_loss.py [--runs 10] [--faults SIGKILL,SIGSTOP] [--policies restart,elastic]
+                                      [--no-graphs]
 
 One ``ray.cluster_utils.Cluster`` (a head and two nodes of 2 CPUs each, loopback, a temporary HOME and
 RAY_TMPDIR). Each run: a Ray vector of 3 Gymnasium CartPole envs on 3 actors (one per node), reset,
@@ -71,10 +72,12 @@ class Nodes:
         self.add()
 
 
-def one_run(nodes: Nodes, fault: str, policy: str) -> dict:
+def one_run(nodes: Nodes, fault: str, policy: str, graphs: bool) -> dict:
     from shoal.vector import make
 
-    vecenv = make(make_cartpole, backend="Ray", num_envs=3, num_workers=3, on_worker_failure=policy)
+    vecenv = make(
+        make_cartpole, backend="Ray", num_envs=3, num_workers=3, on_worker_failure=policy, compiled_graphs=graphs
+    )
     actions = np.zeros(vecenv.num_agents, dtype=np.int64)
     result = {"survivor": False, "completed": False, "seconds": float("nan"), "masked": 0}
     victim = lost = None
@@ -109,6 +112,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--faults", default="SIGKILL,SIGSTOP")
     parser.add_argument("--policies", default="restart")
+    parser.add_argument("--no-graphs", action="store_true", help="compiled_graphs=False (plain actor calls)")
     args = parser.parse_args()
     home, tmp = tempfile.mkdtemp(prefix="home"), tempfile.mkdtemp(prefix="ray")
     os.environ.update(HOME=home, RAY_TMPDIR=tmp)
@@ -123,7 +127,7 @@ def main() -> None:
             for fault in args.faults.split(","):
                 runs = results[fault, policy] = []
                 for i in range(args.runs):
-                    run = one_run(nodes, fault, policy)
+                    run = one_run(nodes, fault, policy, not args.no_graphs)
                     runs.append(run)
                     print(f"{fault} {policy} run {i + 1}: {run}", flush=True)
     finally:
