@@ -3,9 +3,12 @@
 Placement. ``num_workers`` actors each host ``num_envs / num_workers`` consecutive envs: the slice
 runner Serial uses for Python envs (Gymnasium, PettingZoo, PufferEnv), or one native vector for
 ``shoal.native.NativeEnv`` classes, stepped by shoal's thread pool inside the actor
-(``max_num_threads`` threads per actor; default: the cluster's CPUs over the actors). An actor asks
-Ray for one CPU per thread, so a cluster with too few CPUs is an APIUsageError unless
-``overwork=True`` (then the CPUs are shared out fractionally).
+(``max_num_threads`` threads per actor; default: its share of its node's free CPUs). An actor asks
+Ray for one CPU per thread. Where the actors go (``placement``, ``exclude_driver_node``,
+``ray_actor_options``) is planned over each node's free CPUs and reserved in one placement group
+(ray_placement.py); actors that do not fit are an APIUsageError at once, with every node's CPUs,
+unless ``overwork=True`` (then the CPUs are shared out fractionally). ``worker_nodes`` says where
+each actor runs.
 
 Data. Each actor owns one byte block carved into its rows' buffers (observations, final
 observations, actions, rewards, terminals, truncations, masks), so a step returns that one array.
@@ -32,8 +35,10 @@ Faults. An actor that dies raises ``WorkerError`` from the pending call (Ray rep
 typically within a second) and closes the vector; an exception in env code raises ``EnvError``
 naming the worker and the env with the actor's traceback, after which ``reset()`` is required.
 ``timeout`` bounds each call (a late actor is killed: ``WorkerError``; looked for every 0.1 s even
-while other actors answer), and ``on_worker_failure="restart"`` replaces a dead or late actor instead
-(backends/caller_side/restart.py). Creation has a limit (caller_side/faults.py); a forked child cannot drive the
+while other actors answer); without a ``timeout`` a call in flight for a second gets a liveness check,
+and an actor silent for 5 s is lost (a frozen node). ``on_worker_failure="restart"`` replaces a lost
+actor instead, on a node away from the failure (ray_recovery.py); ``"elastic"`` lets the others step on
+while the replacement starts (ray_elastic.py). Creation has a limit (caller_side/faults.py); a forked child cannot drive the
 actors (caller_side/ownership.py). After an
 interrupted call the next reset forgets the calls in flight: an actor runs its calls in order, so
 their results can only precede the reset's, and none is read.
@@ -119,9 +124,11 @@ def import_ray():
 class Ray(WorkerBackend):
     """Envs in ``num_workers`` Ray actors; results bit-identical, env by env, to Serial.
 
-    ``worker_pids`` / ``worker_hosts``: process id and host name of each actor, in worker order.
-    ``max_num_threads``: pool threads per actor (native envs; None for Python envs).
-    ``timeout`` and ``on_worker_failure``: as Multiprocessing's (an actor is a worker).
+    ``worker_pids`` / ``worker_hosts`` / ``worker_nodes``: process id, host name and (node id,
+    address) of each actor, in worker order.
+    ``max_num_threads``: the most pool threads of an actor, ``worker_threads`` each actor's (native
+    envs; None for Python envs).
+    ``timeout`` and ``on_worker_failure``: as Multiprocessing's (an actor is a worker), plus "elastic".
     """
 
     def _build(
