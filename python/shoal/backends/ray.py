@@ -231,6 +231,7 @@ class Ray(WorkerBackend):
         self._refs: list = [None] * self.num_workers  # in-flight call of each actor
         self._blocks: list = [None] * self.num_workers
         self._init_batches()
+        self._data_path.prepare(self._handles)
         self._lost_block = self._elastic.lost_block() if self._elastic is not None else None
 
     @property

@@ -88,6 +88,13 @@ class RayDataPath:
             self._drop_graph(w, wait)
             self._handles[w] = None
 
+    def prepare(self, handles: list) -> None:
+        """Learns which actors map the caller's rows and compiles their graphs now, at construction,
+        so the first step does not pay for it (a compile takes a few hundred ms a graph)."""
+        for w, handle in enumerate(handles):
+            if self._adopt(w, handle) and self.use_graphs:
+                self._graph(w, handle)
+
     def step(self, w: int, handle, actions: np.ndarray):
         """Starts worker w's step (its actions already in ``buf.actions``); returns what ``get`` takes."""
         if self._handles[w] is not handle and not self._adopt(w, handle):
