@@ -420,7 +420,8 @@ class Ray(WorkerBackend):
         if late is not None:
             self._complete(late[0], self._late(late[0]))
             return
-        silent = self._heartbeat.silent(self._busy, self._deadlines.started, self._ping)
+        busy = self._busy if self._elastic is None else [w for w in self._busy if w not in self._elastic]
+        silent = self._heartbeat.silent(busy, self._deadlines.started, self._ping)
         if silent is not None:
             self._complete(silent, self._failed_result(silent, self._heartbeat.reason()))
 

@@ -122,6 +122,7 @@ class ElasticWorkers:
         except WorkerError as exc:
             vec._fail(exc)
         pending.handle = vec._host(w, strategy).remote(*vec._actor_args[w])
+        vec._actors.starting.append(pending.handle)  # a close() meanwhile kills it too
         pending.ready, pending.started = pending.handle.ready.remote(), time.monotonic()
         pending.node = node
 
@@ -139,6 +140,7 @@ class ElasticWorkers:
             self._retry(w, pending)
             return False
         vec._ready_count(w, vec._origin(w), count, failure)  # an env that cannot be built: EnvError
+        vec._actors.starting.remove(pending.handle)
         vec._handles[w] = pending.handle
         vec.worker_pids[w], vec.worker_hosts[w] = pid, host
         vec.worker_nodes[w] = vec._worker_node(node_id)
@@ -147,6 +149,7 @@ class ElasticWorkers:
     def _retry(self, w: int, pending: Pending) -> None:
         vec = self.vec
         vec._ray.kill(pending.handle, no_restart=True)
+        vec._actors.starting.remove(pending.handle)
         vec._history.failed(pending.node.node_id)
         pending.stand_in = None
         self._start(w, pending)

@@ -133,6 +133,7 @@ class Actors:
         self.kill_now: set[int] = set()  # actors known to be stuck: killed, not asked to close
         self.failed = False  # a worker failure closes the vector: the shutdown of Ray does not wait
         self.placement_group = None  # the actors' reserved bundles, released after them
+        self.starting: list = []  # replacements still starting (elastic): killed at shutdown
 
     def shutdown(self, graceful: bool = True) -> list[str]:
         """Closes the actors' envs (killing actors that do not finish in time); returns env close() failures."""
@@ -158,6 +159,10 @@ class Actors:
             for handle in closing:
                 with contextlib.suppress(Exception):  # already gone
                     ray.kill(handle, no_restart=True)
+        starting, self.starting = self.starting, []
+        for handle in starting:
+            with contextlib.suppress(Exception):  # already gone
+                ray.kill(handle, no_restart=True)
         if self.placement_group is not None and ray.is_initialized():
             group, self.placement_group = self.placement_group, None
             with contextlib.suppress(Exception):  # its nodes may be gone
