@@ -269,7 +269,12 @@ class Ray(WorkerBackend):
         cpus, per_actor, where = fit
         if "scheduling_strategy" in self._actor_options:
             return Plan(cpus, per_actor)  # the user's strategy places the actors
-        return Plan(cpus, per_actor, reserve(ray, cpus, where, self.placement, self._actor_options, nodes), where)
+        return Plan(
+            cpus,
+            per_actor,
+            reserve(ray, cpus, where, self.placement, self._actor_options, nodes, self.exclude_driver_node),
+            where,
+        )
 
     def _host(self, w: int, strategy=None):
         """The actor class with actor w's options: its CPUs, its bundle (or ``strategy``), the user's options."""

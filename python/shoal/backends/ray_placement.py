@@ -13,6 +13,7 @@ CPUs, instead of actors that wait out the creation limit for CPUs that never com
 
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -96,9 +97,12 @@ def check_exclude_driver_node(value) -> bool:
 def cluster_nodes(ray) -> list[Node]:
     """The alive nodes with their free and total CPUs (free: what no actor, task or placement
     group holds now)."""
-    from ray._private import state  # the free resources per node have no public API in Ray 2.x
+    try:  # the free resources per node have no public API in Ray 2.x
+        from ray._private import state
 
-    free = state.available_resources_per_node()
+        free = state.available_resources_per_node()
+    except (ImportError, AttributeError):  # a Ray without it: totals (a busy node then fails to reserve)
+        free = {info["NodeID"]: info.get("Resources", {}) for info in ray.nodes()}
     driver = ray.get_runtime_context().get_node_id()
     nodes = []
     for info in ray.nodes():
@@ -189,11 +193,13 @@ def _overworked(nodes, free, num_workers, mode, threads, overwork):
     return [cpus] * num_workers, [max(1, threads)] * num_workers, [nodes[n].node_id for n in where]
 
 
-def reserve(ray, cpus: list[float], where: list[str], mode: str, options: dict, nodes: list[Node]):
+def reserve(
+    ray, cpus: list[float], where: list[str], mode: str, options: dict, nodes: list[Node], exclude_driver: bool
+):
     """The placement group of one bundle per actor (CPUs plus the actors' own resources), each on
     the node the plan chose (``where``: node ids), ready; an APIUsageError with the node table if
     Ray cannot reserve it in RESERVE_TIMEOUT_S."""
-    from ray.util import placement_group, remove_placement_group
+    from ray.util import placement_group, placement_group_table, remove_placement_group
 
     extra = dict(options.get("resources") or {})
     if options.get("num_gpus"):
@@ -203,9 +209,16 @@ def reserve(ray, cpus: list[float], where: list[str], mode: str, options: dict, 
         raise APIUsageError(f"no node of the Ray cluster has the resource(s) {missing} that ray_actor_options asks for")
     bundles = [{"CPU": c, **extra} for c in cpus]
     label = dict(options.get("label_selector") or {})
-    selectors = [{**label, NODE_LABEL: node_id} for node_id in where]
+    kwargs = {}
+    if "bundle_label_selector" in inspect.signature(placement_group).parameters:
+        kwargs["bundle_label_selector"] = [{**label, NODE_LABEL: node_id} for node_id in where]
+    elif label or exclude_driver:
+        raise APIUsageError(
+            f"this Ray ({ray.__version__}) cannot pin bundles to nodes (its placement groups take no "
+            "bundle_label_selector): label_selector and exclude_driver_node need a newer Ray"
+        )
     try:
-        group = placement_group(bundles, strategy=_PG_STRATEGY[mode], bundle_label_selector=selectors)
+        group = placement_group(bundles, strategy=_PG_STRATEGY[mode], **kwargs)
     except (ValueError, TypeError) as exc:
         raise APIUsageError(f"Ray refused the placement group {bundles}: {exc}") from exc
     if not group.wait(timeout_seconds=RESERVE_TIMEOUT_S):
@@ -214,6 +227,10 @@ def reserve(ray, cpus: list[float], where: list[str], mode: str, options: dict, 
             f"Ray could not reserve {len(bundles)} bundle(s) {bundles[0]} (placement {mode!r}) within "
             f"{RESERVE_TIMEOUT_S:g} s; the cluster's nodes when shoal planned them:\n{node_table(nodes)}"
         )
+    if not kwargs:  # Ray chose the nodes: where the bundles went
+        where[:] = [
+            placement_group_table(group)["bundles_to_node_id"].get(i, node_id) for i, node_id in enumerate(where)
+        ]
     return group
 
 
