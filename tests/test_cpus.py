@@ -65,6 +65,20 @@ def test_v2_nested_parent_quota_binds(tmp_path):
     assert cpus.usable_cpus(root) == 1
 
 
+def test_v2_quota_above_cgroups_without_the_cpu_controller_binds(tmp_path):
+    """cpu left out of kube's subtree_control: pod and ctr have no cpu.max, kube's quota still binds them."""
+    files = {
+        "/sys/fs/cgroup/cgroup.procs": "",
+        "/sys/fs/cgroup/kube/cgroup.procs": "",
+        "/sys/fs/cgroup/kube/cpu.max": "50000 100000\n",
+        "/sys/fs/cgroup/kube/pod/cgroup.procs": "",
+        "/sys/fs/cgroup/kube/pod/ctr/cgroup.procs": "",
+    }
+    root = fake_root(tmp_path, "0::/kube/pod/ctr\n", V2_MOUNT, files)
+    assert cpus.quota_cpus(root) == 0.5
+    assert cpus.usable_cpus(root) == 1
+
+
 def test_v1_container_mount_root(tmp_path):
     """Docker on cgroup v1: the hierarchy is mounted at the container's own cgroup."""
     files = {

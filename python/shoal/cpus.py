@@ -132,7 +132,9 @@ def _limits_up(root: Path, directory: str, version: int):
 
 
 def _is_cgroup_dir(path: Path, version: int) -> bool:
-    return (path / ("cpu.max" if version == 2 else "cpu.cfs_quota_us")).exists()
+    """A folder of the hierarchy: every cgroup has cgroup.procs, also one without the cpu controller (v2
+    writes no cpu.max below a cgroup whose subtree_control leaves cpu out; the quota above still binds)."""
+    return any((path / name).exists() for name in ("cpu.max" if version == 2 else "cpu.cfs_quota_us", "cgroup.procs"))
 
 
 def _limit_at(path: Path, version: int) -> float | None:
