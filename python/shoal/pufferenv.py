@@ -6,7 +6,7 @@ import numpy as np
 from gymnasium import spaces
 
 from .buffers import Buffers
-from .call_order import IN_CALL, READY_TO_RECV, CallOrder
+from .call_order import ANY_OPEN, READY_TO_RECV, READY_TO_SEND, CallOrder
 from .errors import APIUsageError
 from .spaces import ActionChecker, joint_space
 from .validation import is_integer
@@ -104,26 +104,22 @@ class PufferEnv:
 
     def async_reset(self, seed: int | None = None) -> None:
         order = self._order
-        order.reset()
-        order.state = IN_CALL
+        order.enter("reset", ANY_OPEN)
         try:
             _, self.infos = self.reset(seed)
         finally:
-            if order.state == IN_CALL:
-                order.state = READY_TO_RECV
+            order.leave(READY_TO_RECV)
 
     def send(self, actions) -> None:
         actions = self._check_actions(actions)
         order = self._order
-        order.send()
-        # IN_CALL while the env steps: another thread's send or recv is refused, not run on
+        # In the call while the env steps: another thread's send or recv is refused, not run on
         # rows being written.
-        order.state = IN_CALL
+        order.enter("send", READY_TO_SEND)
         try:
             _, _, _, _, self.infos = self.step(actions)
         finally:
-            if order.state == IN_CALL:
-                order.state = READY_TO_RECV
+            order.leave(READY_TO_RECV)
 
     def recv(self):
         self._order.recv()

@@ -20,11 +20,6 @@ def close_each(envs) -> list[str]:
     return failures
 
 
-def start_closing(name: str, env) -> BoundedClose:
-    """Closes ``env`` in a daemon thread, so that a close() that hangs cannot hang the caller."""
-    return BoundedClose(name, env)
-
-
 class BoundedClose:
     """One env's close() running in its own daemon thread; ``wait`` reports its failure or hang."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..buffers import Buffers, check_estimate, python_vector_estimate
-from ..call_order import IN_CALL, READY_TO_RECV
+from ..call_order import ANY_OPEN, READY_TO_RECV, READY_TO_SEND
 from ..errors import APIUsageError
 from ..seeding import check_seed
 from .base import EnvLists, VecEnv, agent_id_range
@@ -72,26 +72,22 @@ class Serial(VecEnv):
     def async_reset(self, seed: int | None = None) -> None:
         seed = self.seed if seed is None else check_seed(seed)
         order = self._order
-        order.reset()
-        order.state = IN_CALL
+        order.enter("reset", ANY_OPEN)
         try:
             self.infos = self._run(self._runner.reset, seed)
         finally:
-            if order.state == IN_CALL:
-                order.state = READY_TO_RECV
+            order.leave(READY_TO_RECV)
 
     @guarded
     def send(self, actions) -> None:
         actions = self._check_actions(actions)
         order = self._order
-        order.send()
-        order.state = IN_CALL  # another thread's call is refused while the envs step
+        order.enter("send", READY_TO_SEND)  # another thread's call is refused while the envs step
         try:
             np.copyto(self.buf.actions, actions, casting="unsafe")
             self.infos = self._run(self._runner.step)
         finally:
-            if order.state == IN_CALL:
-                order.state = READY_TO_RECV
+            order.leave(READY_TO_RECV)
 
     def recv(self):
         self._order.recv()

@@ -5,7 +5,6 @@ This is the only module that touches ``_native.Vector``; every other layer goes 
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +12,7 @@ import numpy as np
 from .. import _native, cpus
 from ..backends.interrupts import guarded, interrupted_reason, signals_held
 from ..buffers import Buffers, check_estimate, native_vector_estimate, out_of_memory
-from ..call_order import CLOSED, IN_CALL, READY_TO_RECV, READY_TO_SEND, used_concurrently
+from ..call_order import ANY_OPEN, CLOSED, READY_TO_RECV, READY_TO_SEND
 from ..errors import APIUsageError
 from ..pufferenv import PufferEnv
 from ..seeding import check_seed
@@ -259,8 +258,8 @@ class NativeEnv(PufferEnv):
             raise AssertionError("converted actions were refused by the native vector")
 
     # The vector API (make(..., backend="PufferEnv") returns this object; Multithreading is a face of
-    # it). One thread at a time: a call takes ``_in_use`` without waiting (a second thread's call is an
-    # APIUsageError, never a second step of the same batch) and holds the call order at IN_CALL while
+    # it). One thread at a time: a call enters the call order's gate without waiting (a second thread's call
+    # is an APIUsageError, never a second step of the same batch) and holds it at IN_CALL while
     # it steps or waits, so that a recv() from another thread cannot read rows being written. An
     # exception that leaves a call half done (Ctrl-C stops the native step at an env boundary) makes
     # the vector refuse use until reset(): see backends/interrupts.py.
@@ -287,7 +286,6 @@ class NativeEnv(PufferEnv):
         # thread reports the close. A close() from a signal handler run by the thread that holds it
         # (the native call runs handlers while it polls for Ctrl-C) is finished once the call has
         # returned: a reentrant lock, so that this thread can tell.
-        self._in_use = threading.RLock()
         self._close_after_call = False
 
     def serve_as(self, owner: str) -> None:
@@ -303,39 +301,23 @@ class NativeEnv(PufferEnv):
     def async_reset(self, seed: int | None = None) -> None:
         seed = self.seed if seed is None else check_seed(seed)
         order = self._order
-        if not self._in_use.acquire(False):
-            raise self._used_concurrently("async_reset")
+        order.enter("reset", ANY_OPEN)
         try:
-            order.reset()  # raises the precise error for the current state
-        except BaseException:
-            self._in_use.release()
-            raise
-        try:
-            order.state = IN_CALL
             _, self.infos = self.reset(seed)
             self._next = 0
         except BaseException as exc:
-            self._leave(READY_TO_RECV)
-            self._in_use.release()
+            order.leave(READY_TO_RECV)
             self._after_failed_call("async_reset", exc)
             raise
-        self._leave(READY_TO_RECV)
-        self._in_use.release()
+        order.leave(READY_TO_RECV)
         if order.closed:
             self._closed_while("async_reset")
 
     @guarded
     def send(self, actions) -> None:
-        # The synchronous path is the hot one: the call order's state is read and written here
-        # rather than through its methods (each a Python call of its own).
         order = self._order
-        if not self._in_use.acquire(False):  # not `with`: this is the hot path
-            raise self._used_concurrently("send")
-        if order.state != READY_TO_SEND:
-            self._in_use.release()
-            order.send()  # raises the precise error for the current state
+        order.enter("send", READY_TO_SEND)  # not `with`: this is the hot path
         try:
-            order.state = IN_CALL
             if self.num_buffers == 1:
                 ended = self._stepped(actions)  # checks the actions before any env runs
                 self.infos = self._count_episodes(ended) if ended or self._log_hears_every_step else []
@@ -345,42 +327,31 @@ class NativeEnv(PufferEnv):
                     self._submit_converted(k, actions)
                 self._next = (k + 1) % self.num_buffers
         except BaseException as exc:
-            self._leave(READY_TO_SEND)  # refused actions leave the vector as it was
-            self._in_use.release()
+            order.leave(READY_TO_SEND)  # refused actions leave the vector as it was
             self._after_failed_call("send", exc)
             raise
-        self._in_use.release()
+        order.leave(READY_TO_RECV)
         if order.state == CLOSED:
             self._closed_while("send")
-        order.state = READY_TO_RECV  # CallOrder.sent()
 
     @guarded
     def recv(self):
         order = self._order
-        if order.state != READY_TO_RECV:
-            order.recv()  # raises the precise error for the current state (IN_CALL included)
         if self.num_buffers == 1:
-            order.state = READY_TO_SEND  # what CallOrder.recv() moves to
+            order.recv()  # no gate: nothing runs, the rows are read by the caller
             observations, rewards, terminals, truncations, agent_ids, masks = self._outputs
             return observations, rewards, terminals, truncations, self.infos, agent_ids, masks
-        if not self._in_use.acquire(False):
-            raise self._used_concurrently("recv")
-        if order.state != READY_TO_RECV:  # another thread's recv came first
-            self._in_use.release()
-            order.recv()
+        order.enter("recv", READY_TO_RECV)
         k = self._next
         try:
-            order.state = IN_CALL
             self.infos = infos = self._logs[k].add(self._vec.wait(k))  # buffer k's step, its episodes
         except BaseException as exc:
-            self._leave(READY_TO_SEND)
-            self._in_use.release()
+            order.leave(READY_TO_SEND)
             self._after_failed_call("recv", exc)
             raise
-        self._in_use.release()
+        order.leave(READY_TO_SEND)
         if order.closed:
             self._closed_while("recv")
-        order.state = READY_TO_SEND
         self._received = k
         observations, rewards, terminals, truncations, agent_ids, masks = self._received_arrays[k]
         return observations, rewards, terminals, truncations, infos, agent_ids, masks
@@ -389,26 +360,16 @@ class NativeEnv(PufferEnv):
         """Steps chunks of the buffer step in flight (num_buffers > 1) on the calling thread for up to
         HELP_BUDGET_NS; False when none was left (or another thread's call is under way). For a caller
         that would otherwise wait idle, for a GPU say; the results are the same either way."""
-        if self.num_buffers == 1 or not self._in_use.acquire(False):
+        if self.num_buffers == 1 or not self._order.hold():
             return False
         try:
             return self._vec.help_step(HELP_BUDGET_NS)
         finally:
-            self._in_use.release()
+            self._order.release()
 
     def _interrupted(self, call: str, exc: BaseException) -> None:
         """``call`` was left half done by an unplanned exception (see backends/interrupts.py)."""
         self._order.needs_reset(interrupted_reason(call, exc))
-
-    def _leave(self, state: int) -> None:
-        """Ends IN_CALL with ``state``, unless the vector was closed (or marked for reset) meanwhile."""
-        if self._order.state == IN_CALL:
-            self._order.state = state
-
-    def _used_concurrently(self, call: str) -> APIUsageError:
-        if self._order.closed:
-            return APIUsageError(f"{self._order.owner}: {call}() on a closed vector env")
-        return used_concurrently(self._order.owner, call)
 
     def _after_failed_call(self, call: str, exc: BaseException) -> None:
         """A native step or wait raised: if the vector was closed meanwhile (which stops the step
@@ -448,10 +409,10 @@ class NativeEnv(PufferEnv):
         with signals_held():
             self._order.close()
             self._vec.abandon()  # a step or wait under way stops at the next env boundary
-            if self._in_use._is_owned():  # a signal handler run by this thread inside its own step or wait
+            if self._order.held_here():  # a signal handler run by this thread inside its own step or wait
                 self._close_after_call = True
                 return
-            with self._in_use:  # the call under way in another thread returns
+            with self._order.idle():  # the call under way in another thread returns
                 self._vec.close()
 
 
