@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 from gymnasium import spaces
 
-from shoal.backends.caller_side.env_split import first_env_indices, worker_layout
+from shoal.backends.caller_side.env_split import worker_layout
 from shoal.backends.wire.blocks import ALIGNMENT, block_buffers, block_size
 from shoal.errors import APIUsageError, EnvError, WorkerError
+from shoal.seeding import first_env_indices
 from shoal.vector import make
 
 from envs_for_tests import make_raise_on_reset, make_raise_on_step

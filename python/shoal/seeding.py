@@ -57,3 +57,16 @@ def restart_seed(seed: int, restarts: int) -> int:
     if restarts == 0:
         return seed
     return mix64(seed + restarts * RESTART_GAMMA)
+
+
+def first_env_indices(env_counts: list[int]) -> list[int]:
+    """Global index of the first env of each part, given how many envs each part holds.
+
+    A part (an env object, a worker) reset with ``offset_seed(seed, first)`` seeds its envs as the
+    whole vector would, so every env draws the same stream on every backend.
+    """
+    firsts, total = [], 0
+    for count in env_counts:
+        firsts.append(total)
+        total += count
+    return firsts

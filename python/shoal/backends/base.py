@@ -7,8 +7,8 @@ from typing import NamedTuple
 import numpy as np
 
 from ..call_order import CallOrder
+from ..interrupts import interrupted_reason, signals_held
 from ..spaces import ActionChecker, check_box_actions, joint_space
-from .interrupts import interrupted_reason, signals_held
 
 
 class EnvLists(NamedTuple):
@@ -69,7 +69,7 @@ class VecEnv:
         return observations, rewards, terminals, truncations, infos
 
     def _interrupted(self, call: str, exc: BaseException) -> None:
-        """``call`` was left half done by an unplanned exception (see backends/interrupts.py)."""
+        """``call`` was left half done by an unplanned exception (see shoal/interrupts.py)."""
         self._order.needs_reset(interrupted_reason(call, exc))
 
     @property
@@ -85,7 +85,7 @@ class VecEnv:
     def close(self) -> None:
         """Releases envs, workers and memory. Safe to call more than once.
 
-        Signals are held until it is done (backends/interrupts.py), so a Ctrl-C, or a KeyboardInterrupt
+        Signals are held until it is done (shoal/interrupts.py), so a Ctrl-C, or a KeyboardInterrupt
         from another signal's handler, is raised once everything is closed, never halfway through a
         teardown that nothing would finish.
         """

@@ -56,6 +56,7 @@ import numpy as np
 
 from ..buffers import check_estimate, out_of_memory, python_vector_estimate
 from ..errors import EnvError, WorkerError
+from ..interrupts import guarded, signals_held
 from .base import EnvLists
 from .caller_side.faults import (
     CLOSE_TIMEOUT_S,
@@ -68,7 +69,6 @@ from .caller_side.faults import (
 from .caller_side.process_pool import ProcessPool
 from .caller_side.worker_backend import WorkerBackend
 from .closing import BoundedClose, raise_failures
-from .interrupts import guarded, signals_held
 from .start_methods import check_start_method
 from .wire.info_tables import unpack
 from .wire.shared_mapping import SharedMapping

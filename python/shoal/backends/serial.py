@@ -7,10 +7,10 @@ import numpy as np
 from ..buffers import Buffers, check_estimate, python_vector_estimate
 from ..call_order import ANY_OPEN, READY_TO_RECV, READY_TO_SEND
 from ..errors import APIUsageError
+from ..interrupts import guarded
 from ..seeding import check_seed
 from .base import EnvLists, VecEnv, agent_id_range
 from .closing import close_each, raise_failures
-from .interrupts import guarded
 from .worker_side.runner import EnvShape, SliceFailed, probe_driver, python_slice
 from .worker_side.slices import EnvSlice
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 
 from .. import _native, cpus
-from ..backends.interrupts import guarded, interrupted_reason, signals_held
 from ..buffers import Buffers, check_estimate, native_vector_estimate, out_of_memory
 from ..call_order import ANY_OPEN, CLOSED, READY_TO_RECV, READY_TO_SEND
 from ..errors import APIUsageError
+from ..interrupts import guarded, interrupted_reason, signals_held
 from ..pufferenv import PufferEnv
 from ..seeding import check_seed
 from ..spaces import ActionChecker
@@ -262,7 +262,7 @@ class NativeEnv(PufferEnv):
     # is an APIUsageError, never a second step of the same batch) and holds it at IN_CALL while
     # it steps or waits, so that a recv() from another thread cannot read rows being written. An
     # exception that leaves a call half done (Ctrl-C stops the native step at an env boundary) makes
-    # the vector refuse use until reset(): see backends/interrupts.py.
+    # the vector refuse use until reset(): see shoal/interrupts.py.
 
     def _init_vector_api(self) -> None:
         # Views of each buffer's rows, made once: recv() returns them without copying.
@@ -368,7 +368,7 @@ class NativeEnv(PufferEnv):
             self._order.release()
 
     def _interrupted(self, call: str, exc: BaseException) -> None:
-        """``call`` was left half done by an unplanned exception (see backends/interrupts.py)."""
+        """``call`` was left half done by an unplanned exception (see shoal/interrupts.py)."""
         self._order.needs_reset(interrupted_reason(call, exc))
 
     def _after_failed_call(self, call: str, exc: BaseException) -> None:
@@ -403,7 +403,7 @@ class NativeEnv(PufferEnv):
         """Releases the envs and the pool's threads; callable from any thread (a step under way in
         another one stops at the next env boundary and raises). Safe to call more than once.
 
-        Signals are held until it is done (backends/interrupts.py)."""
+        Signals are held until it is done (shoal/interrupts.py)."""
         if self._order.closed:
             return
         with signals_held():

@@ -3,7 +3,7 @@ everything that runs in the process that called make().
 
     worker_backend what both backends share: the split, the driver env, batch views, reset,
                    the recv prologue, worker failures and restarts
-    env_split      how envs split over workers and batches; where each worker's envs start
+    env_split      how envs split over workers and batches
     batching       which completed workers form the next batch (PufferLib's batching modes)
     deadlines      the ``timeout`` of in-flight workers, and the on_worker_failure policies
     restart        what a replaced worker's rows and infos say

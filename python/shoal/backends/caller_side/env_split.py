@@ -73,16 +73,3 @@ def worker_layout(
     return WorkerLayout(
         num_envs, num_workers, batch_size, envs_per_worker, batch_size // envs_per_worker, bool(zero_copy)
     )
-
-
-def first_env_indices(env_counts: list[int]) -> list[int]:
-    """Global index of the first env of each part, given how many envs each part holds.
-
-    A part (an env object, a worker) reset with ``offset_seed(seed, first)`` seeds its envs as the
-    whole vector would, so every env draws the same stream on every backend.
-    """
-    firsts, total = [], 0
-    for count in env_counts:
-        firsts.append(total)
-        total += count
-    return firsts

@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 
-from ..interrupts import signals_held
+from ...interrupts import signals_held
 from .faults import CLOSE_TIMEOUT_S
 from .ownership import Owner, forget_in_forked_children
 

@@ -16,15 +16,15 @@ import numpy as np
 
 from ...buffers import Buffers
 from ...errors import APIUsageError, EnvError, WorkerError
-from ...seeding import check_seed, offset_seed, restart_seed
+from ...interrupts import guarded, interrupted_reason
+from ...seeding import check_seed, first_env_indices, offset_seed, restart_seed
 from ...validation import check_bool
 from ..base import VecEnv, agent_id_range
-from ..interrupts import guarded, interrupted_reason
 from ..worker_side.runner import EnvShape, probe_driver
 from ..worker_side.slices import EnvSlice
 from .batching import BatchSelector, take_infos
 from .deadlines import Deadlines, Watch, check_on_worker_failure, check_timeout
-from .env_split import WORKER_OPTIONS, first_env_indices, worker_layout
+from .env_split import WORKER_OPTIONS, worker_layout
 from .faults import LIVENESS_CHECK_S, MISSED_DEADLINE
 from .ownership import Owner
 from .restart import (

@@ -17,8 +17,7 @@ from ... import emulation
 from ...buffers import Buffers
 from ...errors import APIUsageError, EnvError
 from ...pufferenv import PufferEnv
-from ...seeding import offset_seed
-from ..caller_side.env_split import first_env_indices
+from ...seeding import first_env_indices, offset_seed
 from ..closing import close_each
 from ..wire.messages import RESET_HINT, Failure
 from .slices import EnvSlice
