@@ -29,7 +29,6 @@ except ModuleNotFoundError:  # the [test] extra has no Ray: each test is collect
 
 pytestmark = pytest.mark.skipif(ray is None, reason="needs ray, in the [full] extra: pip install -e '.[full]'")
 
-from shoal.cli import describe_vecenv  # noqa: E402
 from shoal.envs import CartPole  # noqa: E402
 from shoal.errors import APIUsageError, WorkerError  # noqa: E402
 from shoal.vector import make  # noqa: E402
@@ -204,6 +203,8 @@ def test_gymnasium_parity_across_nodes_and_nodes_in_errors(sim):
         for node in vecenv.worker_nodes:
             assert node.address, vecenv.worker_nodes
         assert vecenv.worker_nodes[1].node_id[:12] in vecenv._origin(1)
+        from shoal.cli import describe_vecenv  # here: actors import this module to unpickle its creators
+
         report = describe_vecenv(vecenv)["worker_nodes"]  # shoal run's report
         assert all(node.node_id[:12] in report for node in vecenv.worker_nodes), report
         got = rollout(vecenv, 100, seed=5)
