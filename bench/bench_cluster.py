@@ -141,8 +141,8 @@ def run_case(case: str, repeats: int, seconds: float) -> dict:
         "Multiprocessing": lambda: make(
             BenchEnv, backend="Multiprocessing", overwork=os.cpu_count() < WORKERS, **common
         ),
-        "Ray": lambda: make(BenchEnv, backend="Ray", **common),
-        "Ray, plain calls": lambda: make(BenchEnv, backend="Ray", compiled_graphs=False, **common),
+        "Ray": lambda: make(BenchEnv, backend="Ray", compiled_graphs=True, **common),
+        "Ray, plain calls": lambda: make(BenchEnv, backend="Ray", **common),
     }
     samples: dict = {name: [] for name in builds}
     paths: dict = {}

@@ -17,7 +17,8 @@ pytest.importorskip("ale_py", reason="shoal.atari needs ale-py: pip install -e '
 from shoal.atari import env_class
 from shoal.atari.build import roms_dir
 from shoal.atari.env import UNSUPPORTED
-from shoal.config import ATARI_ENVS_PER_CPU, ConfigError, env_parameters, load, make_from_config
+from shoal.atari.family import ENVS_PER_CPU as ATARI_ENVS_PER_CPU
+from shoal.config import ConfigError, env_parameters, load, make_from_config
 from shoal.cpus import usable_cpus
 
 

@@ -92,7 +92,7 @@ def expected_paths(vecenv, way: str) -> list[str]:
 
 
 def test_full_sync_steps_through_graphs_on_both_nodes_identical_to_serial():
-    with make(make_cartpole, backend=RAY, num_envs=4, num_workers=4, seed=3) as vecenv:
+    with make(make_cartpole, backend=RAY, num_envs=4, num_workers=4, seed=3, compiled_graphs=True) as vecenv:
         got = rollout(vecenv, 120)  # CartPole's episodes end within it: autoreset, final observations
         paths = vecenv.worker_paths
         assert paths == expected_paths(vecenv, "graph")
@@ -107,7 +107,7 @@ def test_plain_calls_where_ray_cannot_compile_identical_to_serial(monkeypatch):
         raise RuntimeError("no compiled graphs here")
 
     monkeypatch.setattr(DAGNode, "experimental_compile", refuse)
-    with make(make_cartpole, backend=RAY, num_envs=4, num_workers=4, seed=3) as vecenv:
+    with make(make_cartpole, backend=RAY, num_envs=4, num_workers=4, seed=3, compiled_graphs=True) as vecenv:
         got = rollout(vecenv, 60)
         assert vecenv.worker_paths == expected_paths(vecenv, "calls")
     assert_same(got, serial_rollout(60), "Ray (calls after a refused compile) vs Serial")
@@ -115,8 +115,8 @@ def test_plain_calls_where_ray_cannot_compile_identical_to_serial(monkeypatch):
 
 @pytest.mark.parametrize(
     "options",
-    [{"compiled_graphs": False}, {"batch_size": 2, "zero_copy": False}, {"batch_size": 2}],
-    ids=["graphs-off", "copied-batches", "zero-copy-blocks"],
+    [{}, {"batch_size": 2, "zero_copy": False, "compiled_graphs": True}, {"batch_size": 2, "compiled_graphs": True}],
+    ids=["graphs-off-by-default", "copied-batches", "zero-copy-blocks"],
 )
 def test_calls_without_graphs_or_in_async_modes_identical_to_serial(options):
     with make(make_cartpole, backend=RAY, num_envs=4, num_workers=4, seed=3, **options) as vecenv:
@@ -152,7 +152,9 @@ def env_streams(vecenv, batches: int) -> dict:
 
 
 def test_a_replaced_actor_gets_a_graph_of_its_own_and_the_others_step_on():
-    with make(make_cartpole, backend=RAY, num_envs=4, num_workers=4, seed=3, on_worker_failure="restart") as vecenv:
+    with make(
+        make_cartpole, backend=RAY, num_envs=4, num_workers=4, seed=3, on_worker_failure="restart", compiled_graphs=True
+    ) as vecenv:
         with make(make_cartpole, backend="Serial", num_envs=4, seed=3) as reference:
             vecenv.reset()
             reference.reset()

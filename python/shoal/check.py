@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..native import NativeEnv
-from ..seeding import check_seed, offset_seed
-from .errors import OceanError
+from .native import NativeEnv
+from .ocean.errors import OceanError
+from .seeding import check_seed, offset_seed
 
 FIELDS = ("observations", "rewards", "terminals", "truncations")
 FINAL = "final_observations"
@@ -138,7 +138,7 @@ def check(
     **backend_options,
 ) -> CheckResult:
     """Runs ``env_class`` under ``backend`` and each env alone; returns the first difference, if any."""
-    from ..vector import make
+    from .vector import make
 
     if not (isinstance(env_class, type) and issubclass(env_class, NativeEnv)):
         raise OceanError(f"shoal check needs a native env class (shoal.native.NativeEnv), got {env_class!r}")

@@ -11,10 +11,10 @@ import time
 
 import numpy as np
 
-from . import __version__, _native, cpus
+from . import __version__, _native, cpus, families
 from .arguments import OneLineParser, bounded_int, run_option_arg
 from .benchmark import Progress, cpu_model, random_actions
-from .config import RUN_OPTIONS, ConfigError, load, make_from_config, parse_value
+from .config import RUN_OPTIONS, ConfigError, load, make_from_config
 from .errors import APIUsageError, EnvError
 
 
@@ -70,7 +70,7 @@ def describe_vecenv(vecenv) -> dict:
 #: the clock (and the progress line) costs nothing against the steps timed
 CHUNK_SECONDS = 0.01
 #: the warm-up ends after its batch steps or this long (the timed window's length if longer), whichever
-#: comes first: a batch of thousands of slow envs (Atari) would otherwise warm up for minutes
+#: comes first: a batch of thousands of slow envs (emulated consoles) would otherwise warm up for minutes
 WARMUP_SECONDS = 1.0
 #: a window shorter than this gives a figure that can differ from shoal bench's ~1 s samples (clock
 #: boost and caches favour short runs); the report says so
@@ -222,63 +222,10 @@ def cmd_envs(args, overrides) -> int:
             )
         if info["stats"]:
             print(f"  stats: {', '.join(info['stats'])}")
-    from .mujoco import available
-
-    print(f"MuJoCo tasks ([env] name = mujoco:<id>; needs pip install '.[mujoco]'): {', '.join(available())}")
-    from .atari import AtariError, games
-
-    try:
-        print(f"Atari games ([env] name = atari:<game>; needs pip install '.[atari]'): {', '.join(games())}")
-    except AtariError as error:
-        print(f"Atari games ([env] name = atari:<game>): {error}")
-    return 0
-
-
-def cmd_ocean_list(args, overrides) -> int:
-    from .ocean import available, ocean_dir
-    from .ocean.source import sdist_ocean_path
-    from .ocean.unavailable import PENDING, UNAVAILABLE, status
-
-    folder = ocean_dir(args.source)
-    sdist = folder.resolve() == sdist_ocean_path().resolve()
-    names = set(available(args.source))
-    if sdist:  # listed envs whose folder does not follow the usual layout (impulse_wars: env.h) too
-        names |= set(UNAVAILABLE) | set(PENDING)
-    print(f"Ocean envs in {folder}:")
-    for name in sorted(names):
-        reason = status(name) if sdist else None
-        print(f"  {name}" + (f"  ({reason})" if reason else ""))
-    return 0
-
-
-def cmd_ocean_build(args, overrides) -> int:
-    from .ocean import env_class
-
-    kwargs = {}
-    for item in args.kwargs:
-        key, eq, value = item.partition("=")
-        if not eq:
-            raise APIUsageError(f"keyword arguments look like num_snakes=64, got {item!r}")
-        kwargs[key] = parse_value(value)
-    cls = env_class(args.env, args.source, **kwargs)
-    info, ocean = cls.describe(), cls.ocean
-    print(f"{args.env}: {ocean['library'].path}")
-    print(
-        f"  agents/env: {info['num_agents']}  obs: {info['obs_dtype']}{list(info['obs_shape'])}  "
-        f"action: {info['action_kind']}{info['action_nvec'] if info['action_kind'] != 'box' else ''}"
-    )
-    print(f"  my_init keywords: {', '.join(name for name, _ in ocean['params']) or '(none)'}")
-    print(f"  stats: {', '.join(ocean['stats'])}")
-    return 0
-
-
-def cmd_ocean_clean(args, overrides) -> int:
-    from .ocean.build import clean_builds
-    from .ocean.source import build_cache_dir
-
-    root = build_cache_dir()
-    removed, freed = clean_builds(root)
-    print(f"removed {removed} Ocean build(s), {freed / 1e6:.1f} MB, from {root}")
+    for prefix in families.prefixes():
+        line = families.load(prefix).summary()
+        if line:
+            print(line)
     return 0
 
 
@@ -287,8 +234,8 @@ MAX_CHECK_STEPS, MAX_CHECK_ENVS = 10**7, 1024
 
 
 def cmd_check(args, overrides) -> int:
+    from .check import isolated_check
     from .config import resolve_env
-    from .ocean.check import isolated_check
 
     config = load(args.config, overrides)
     vec = config.effective_vec()
@@ -335,20 +282,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=cmd_run)
     envs = sub.add_parser("envs", help="list the bundled native envs with spaces and parameters")
     envs.set_defaults(func=cmd_envs)
-    ocean = sub.add_parser("ocean", help="PufferLib Ocean envs: list them, build one")
-    ocean_sub = ocean.add_subparsers(dest="ocean_command", required=True)
-    ocean_list = ocean_sub.add_parser("list", help="the Ocean envs of a PufferLib tree (default: the 3.0.0 sdist)")
-    ocean_list.add_argument("--source", help="PufferLib repository root or its pufferlib/ocean folder")
-    ocean_list.set_defaults(func=cmd_ocean_list)
-    ocean_build = ocean_sub.add_parser("build", help="compile an Ocean env (cached) and describe it")
-    ocean_build.add_argument("env")
-    ocean_build.add_argument("kwargs", nargs="*", help="the Ocean class's keyword arguments, key=value")
-    ocean_build.add_argument("--source", help="PufferLib repository root or its pufferlib/ocean folder")
-    ocean_build.set_defaults(func=cmd_ocean_build)
-    ocean_clean = ocean_sub.add_parser(
-        "clean", help="remove every compiled Ocean env from the cache (rebuilt when used)"
-    )
-    ocean_clean.set_defaults(func=cmd_ocean_clean)
+    for prefix in families.BUILTIN:  # the families' own subcommands
+        add_commands = getattr(families.load(prefix), "add_commands", None)
+        if add_commands:
+            add_commands(sub)
     checker = sub.add_parser("check", help="the configured backend vs each env stepped alone: first difference")
     checker.add_argument("--config", help="config file (default: the embedded config.ini)")
     checker.add_argument(

@@ -16,7 +16,7 @@ A config file (or command-line overrides) need not say everything: [vec] and [ru
 embedded config.ini, of whose [vec] keys only those the chosen backend takes are kept. Two values
 are the user's only, never inherited: [run] steps (a run is bounded by [run] seconds unless the user
 asks for a step count) and, for an Atari game, [vec] num_envs (the embedded one is CartPole's 4096:
-each Atari env loads its ROM on reset, so the family's default is ATARI_ENVS_PER_CPU per usable CPU).
+each Atari env loads its ROM on reset, so the family's default is shoal.atari.family.ENVS_PER_CPU per usable CPU).
 A [vec] key the file or command line sets must apply to the chosen backend. Relative paths in [env]
 (ocean_source, a library's path, Atari's rom, a MuJoCo xml_file starting with ".") are resolved
 against the config file's folder, those of the command line against the working directory. Values
@@ -37,9 +37,11 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import families
 from .backends.registry import COMMON, OPTIONS, Option, backend_names, backend_options, canonical_name
 from .errors import APIUsageError, EnvError
 from .native import is_native_env, load_env
+from .validation import parse_value
 
 #: where an override given as --section.key on the command line is said to come from
 COMMAND_LINE = "command line"
@@ -57,15 +59,6 @@ DEFAULT_CONFIG = _default_config()
 
 class ConfigError(APIUsageError):
     """A config file or override is invalid; the message names file, section and key."""
-
-
-def _bool(text: str) -> bool:
-    lowered = text.lower()
-    if lowered in ("true", "yes", "on", "1"):
-        return True
-    if lowered in ("false", "no", "off", "0"):
-        return False
-    raise ValueError("true or false")
 
 
 def _vec_options() -> dict[str, Option]:
@@ -122,15 +115,9 @@ RUN_OPTIONS = {
 }
 #: [run] keys a config takes only from the user (the file or command line), never from the embedded file
 USERS_ONLY_RUN_KEYS = ("steps",)
-#: an Atari game's num_envs where the user sets none: a quick reset (each env loads its ROM) on any machine
-ATARI_ENVS_PER_CPU = 8
-#: [env] keys that name a file, per family (the prefix of [env] name), and which of their values are paths
-#: rather than names the family resolves itself (a MuJoCo xml_file without a leading "." is one of
-#: Gymnasium's assets)
-PATH_KEYS = {"atari": {"rom": lambda text: True}, "mujoco": {"xml_file": lambda text: text.startswith(".")}}
 SECTIONS = ("env", "vec", "run")
-#: [env] keys that are not the env's parameters
-ENV_KEYS = ("name", "ocean_source", "class_name")
+#: [env] keys that are not the env's parameters: its name, a library's class name, the env families' own
+ENV_KEYS = ("name", "class_name", *families.BUILTIN_OPTIONS)
 
 
 def bounded_count(value, name: str, minimum: int, maximum: int, why: str) -> int:
@@ -157,19 +144,6 @@ def _seconds(value, name: str, maximum: float) -> float:
     return float(value)
 
 
-def parse_value(text: str):
-    """Typed value of an [env] parameter: int, float, bool, else the string."""
-    for convert in (int, float):
-        try:
-            return convert(text)
-        except ValueError:
-            pass
-    try:
-        return _bool(text)
-    except ValueError:
-        return text
-
-
 @dataclass
 class Config:
     """A validated config.ini."""
@@ -179,7 +153,7 @@ class Config:
     env_kwargs: dict = field(default_factory=dict)
     vec: dict = field(default_factory=dict)
     run: dict = field(default_factory=dict)
-    ocean_source: str | None = None  # [env] ocean_source, resolved against the config's folder
+    env_options: dict = field(default_factory=dict)  # an env family's own [env] keys (paths, resolved)
     folder: str = "."  # where relative env paths and modules are looked up: the config file's folder
     class_name: str | None = None  # [env] class_name: the class name of a native env loaded from a .so
 
@@ -336,7 +310,7 @@ def load(path: str | Path | None = None, overrides: dict[str, str] | None = None
         problems.add(
             str(path),
             "[env] name is missing (a bundled env such as cartpole, module:callable, gymnasium:<EnvId>, "
-            "mujoco:<EnvId> or path/to/env.so)" + (f"; is [env] {close[0]} meant to be name?" if close else ""),
+            f"{families.syntax()} or path/to/env.so)" + (f"; is [env] {close[0]} meant to be name?" if close else ""),
         )
         problems.raise_any()
     config = Config(
@@ -346,8 +320,9 @@ def load(path: str | Path | None = None, overrides: dict[str, str] | None = None
     )
     config.folder = str(path.parent) if path != DEFAULT_CONFIG else "."
     config.class_name = env.get("class_name", ("",))[0].strip() or None
-    if "ocean_source" in env:
-        config.ocean_source = str(Path(config.folder) / Path(env["ocean_source"][0]).expanduser())
+    for key in families.BUILTIN_OPTIONS:
+        if key in env:
+            config.env_options[key] = str(Path(config.folder) / Path(env[key][0]).expanduser())
     _resolve_paths(config, env)
     parameters = env_parameters(config)
     if parameters is not None:
@@ -367,10 +342,11 @@ def load(path: str | Path | None = None, overrides: dict[str, str] | None = None
             config.vec[key] = _value(_option(backend, key), "vec", key, text, where)
         elif section == "run" and key not in config.run and key not in USERS_ONLY_RUN_KEYS:
             config.run[key] = _value(RUN_OPTIONS[key], "run", key, text, where)
-    if config.env_name.startswith("atari:") and ("vec", "num_envs") not in written:
+    family = _family(config)
+    if hasattr(family, "default_num_envs") and ("vec", "num_envs") not in written:
         from .cpus import usable_cpus
 
-        config.vec["num_envs"] = ATARI_ENVS_PER_CPU * usable_cpus()
+        config.vec["num_envs"] = family.default_num_envs(usable_cpus())
     resolve_env(config)  # fail now on a missing env, not in the middle of a run
     return config
 
@@ -378,8 +354,7 @@ def load(path: str | Path | None = None, overrides: dict[str, str] | None = None
 def _resolve_paths(config: Config, env: dict) -> None:
     """[env] values that are file paths, relative ones resolved against the config file's folder (a
     command line's against the working directory), absolute so that worker processes find them too."""
-    family = config.env_name.partition(":")[0]
-    for key, is_path in PATH_KEYS.get(family, {}).items():
+    for key, is_path in getattr(_family(config), "PATH_KEYS", {}).items():
         if key not in env or not isinstance(config.env_kwargs.get(key), str) or not is_path(config.env_kwargs[key]):
             continue
         folder = Path(config.folder) if env[key][1] != COMMAND_LINE else Path.cwd()
@@ -447,15 +422,9 @@ def env_parameters(config: Config) -> list[str] | None:
     try:
         if name in BUNDLED or re.fullmatch(r"(.+\.(?:so|dylib|dll))(?::(\w+))?", name):
             creator = resolve_env(config)
-        elif module_name == "mujoco":
-            from .mujoco import env_class as mujoco_class
-
-            creator = mujoco_class(attr)  # the task's parameters, without the [env] values bound yet
-        elif module_name == "atari":
-            from .atari import env_class as atari_class
-
-            return _atari_parameters(atari_class(attr))
-        elif module_name == "ocean" or not attr:
+        elif module_name in families.prefixes():
+            return families.load(module_name).parameters(attr, config.env_options)
+        elif not attr:
             return None
         elif module_name == "gymnasium" and not attr.isidentifier():
             return _gymnasium_parameters(attr)
@@ -469,14 +438,10 @@ def env_parameters(config: Config) -> list[str] | None:
     return _keywords(creator)
 
 
-def _atari_parameters(creator) -> list[str]:
-    """An Atari game's keywords: ``preset``, the native options a preset does not fix (its ``rules`` are
-    set by the preset alone, and refused when given), Gymnasium's names of the observation's form
-    (taken with the one value shoal's Atari has) and ``max_episode_steps``."""
-    from .atari.env import UNSUPPORTED
-
-    native = [p["name"] for p in creator.describe()["params"] if p["name"] != "rules"]
-    return ["preset", *native, *UNSUPPORTED, "max_episode_steps"]
+def _family(config: Config):
+    """The module of the env family [env] name belongs to (shoal.families), or None."""
+    prefix = config.env_name.partition(":")[0]
+    return families.load(prefix) if ":" in config.env_name and prefix in families.prefixes() else None
 
 
 def _keywords(creator) -> list[str] | None:
@@ -523,33 +488,15 @@ def resolve_env(config: Config):
     if library:
         return _native_library(config, Path(library.group(1)), library.group(2) or "")
     module_name, _, attr = name.partition(":")
-    if module_name == "ocean":
-        from .ocean import OceanError, available, env_class
-
+    if module_name in families.prefixes():  # <family>:<env>; the other [env] keys are the env's keywords
         try:
-            if not attr:
-                raise OceanError(f"name an Ocean env: ocean:<env>, one of {available(config.ocean_source)}")
-            return env_class(attr, config.ocean_source, **config.env_kwargs)
-        except OceanError as error:
-            raise ConfigError(f"{config.path}: [env] name = {name!r}: {error}") from None
-    if module_name == "mujoco":  # mujoco:<Gymnasium id>; the other [env] keys are the task's keywords
-        from .mujoco import env_class as mujoco_class
-
-        try:
-            return mujoco_class(attr, **config.env_kwargs)
-        except APIUsageError as error:
-            raise ConfigError(f"{config.path}: [env] name = {name!r}: {error}") from None
-    if module_name == "atari":  # atari:<game>; the other [env] keys are the options (preset, noop_max, ...)
-        from .atari import env_class as atari_class
-
-        try:
-            return atari_class(attr, **config.env_kwargs)
+            return families.load(module_name).env_class(attr, config.env_options, **config.env_kwargs)
         except APIUsageError as error:
             raise ConfigError(f"{config.path}: [env] name = {name!r}: {error}") from None
     if not attr:
         raise ConfigError(
             f"{config.path}: [env] name = {name!r} is not a bundled env "
-            f"({sorted(BUNDLED)}) nor module:callable, gymnasium:<EnvId>, mujoco:<EnvId>, atari:<game>, ocean:<env> or path/to/env.so"
+            f"({sorted(BUNDLED)}) nor module:callable, gymnasium:<EnvId>, {families.syntax()} or path/to/env.so"
         )
     if module_name == "gymnasium" and not attr.isidentifier():
         import gymnasium

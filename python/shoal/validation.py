@@ -36,3 +36,26 @@ def check_choice(value, name: str, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise APIUsageError(f"{name} must be one of {choices}, got {value!r}")
     return value
+
+
+def parse_bool(text: str) -> bool:
+    """A config's boolean: true/yes/on/1 or false/no/off/0 (any case); ValueError otherwise."""
+    lowered = text.lower()
+    if lowered in ("true", "yes", "on", "1"):
+        return True
+    if lowered in ("false", "no", "off", "0"):
+        return False
+    raise ValueError("true or false")
+
+
+def parse_value(text: str):
+    """Typed value of an [env] parameter: int, float, bool, else the string."""
+    for convert in (int, float):
+        try:
+            return convert(text)
+        except ValueError:
+            pass
+    try:
+        return parse_bool(text)
+    except ValueError:
+        return text

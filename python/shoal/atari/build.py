@@ -63,9 +63,7 @@ def roms_dir() -> Path:
 
 def cache_root() -> Path:
     """Where ALE's sources and builds are kept: $SHOAL_ATARI_BUILD_CACHE, else <shoal's cache>/atari."""
-    if os.environ.get("SHOAL_ATARI_BUILD_CACHE"):
-        return Path(os.environ["SHOAL_ATARI_BUILD_CACHE"])
-    return builds.cache_dir() / "atari"
+    return builds.family_cache_dir("atari")
 
 
 def sdist_folder() -> Path:

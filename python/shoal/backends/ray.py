@@ -144,7 +144,7 @@ class Ray(WorkerBackend):
         placement: str = "spread",
         exclude_driver_node: bool = False,
         ray_actor_options: dict | None = None,
-        compiled_graphs: bool = True,
+        compiled_graphs: bool = False,
         **worker_options,
     ) -> None:
         env_creators, env_args, env_kwargs = envs

@@ -269,11 +269,11 @@ OPTIONS: dict[str, tuple[Option, ...]] = {
         ),
         Option(
             "compiled_graphs",
-            True,
+            False,
             "bool",
             lambda v: check_bool(v, "compiled_graphs"),
-            "full-sync steps through Ray compiled graphs (shared-memory channels) where Ray has them; "
-            "false = plain actor calls",
+            "full-sync steps through Ray compiled graphs (shared-memory channels) where Ray has them: "
+            "faster steps, but each actor spins while it waits and the caller keeps a descriptor a graph",
             "true | false",
         ),
     ),

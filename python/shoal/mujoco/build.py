@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
-import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -78,9 +77,7 @@ def assets_dir() -> Path:
 
 def build_cache_dir() -> Path:
     """Where compiled tasks are kept: $SHOAL_MUJOCO_BUILD_CACHE, else <shoal's cache>/mujoco."""
-    if os.environ.get("SHOAL_MUJOCO_BUILD_CACHE"):
-        return Path(os.environ["SHOAL_MUJOCO_BUILD_CACHE"])
-    return builds.cache_dir() / "mujoco"
+    return builds.family_cache_dir("mujoco")
 
 
 def compile_command(source: Path, output: Path, mujoco: Mujoco, extra_includes=()) -> list[str]:

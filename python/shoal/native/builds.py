@@ -43,6 +43,14 @@ KEY_LOCK_PREFIX = ".lock-"  # one per entry: concurrent builds of it wait for th
 KEY_CHARS = 24
 
 
+def family_cache_dir(name: str) -> Path:
+    """Where env family ``name`` keeps its builds: $SHOAL_<NAME>_BUILD_CACHE, else <cache_dir()>/<name>."""
+    variable = f"SHOAL_{name.upper()}_BUILD_CACHE"
+    if os.environ.get(variable):
+        return Path(os.environ[variable])
+    return cache_dir() / name
+
+
 def cache_dir() -> Path:
     """shoal's cache: $SHOAL_CACHE_DIR, else the OS's user cache folder: Windows
     %LOCALAPPDATA%\\shoal\\Cache; elsewhere $XDG_CACHE_HOME/shoal if set, else macOS

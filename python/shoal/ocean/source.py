@@ -20,7 +20,7 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-from ..native.builds import cache_dir
+from ..native.builds import cache_dir, family_cache_dir
 from ..native.manifest import file_sha256
 from .errors import OceanError
 
@@ -34,9 +34,7 @@ _OCEAN_PREFIX = f"pufferlib-{SDIST_VERSION}/pufferlib/ocean/"
 
 def build_cache_dir() -> Path:
     """Where compiled Ocean envs are kept: $SHOAL_OCEAN_BUILD_CACHE, else <cache_dir()>/ocean."""
-    if os.environ.get("SHOAL_OCEAN_BUILD_CACHE"):
-        return Path(os.environ["SHOAL_OCEAN_BUILD_CACHE"])
-    return cache_dir() / "ocean"
+    return family_cache_dir("ocean")
 
 
 def index_urls() -> list[str]:
