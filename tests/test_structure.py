@@ -1,6 +1,7 @@
 """The package's structure: no import cycles, dependencies that point down, privates kept private."""
 
 import ast
+import re
 from pathlib import Path
 
 import shoal
@@ -25,9 +26,9 @@ def resolve(module: str, is_package: bool, level: int, target: str | None) -> st
     return ".".join(base + ([target] if target else []))
 
 
-def imports(module: str, module_level_only: bool) -> set[str]:
+def imports(module: str, module_level_only: bool, by_name: bool = True) -> set[str]:
     """Modules of the package that ``module`` imports: at import time only, or also inside functions
-    and by name (a string naming a module of the package, as a lazy registry holds it)."""
+    and (``by_name``) by name (a string naming a module of the package, as a lazy registry holds it)."""
     path = MODULES[module]
     tree = ast.parse(path.read_text(), str(path))
     is_package = path.name == "__init__.py"
@@ -39,7 +40,7 @@ def imports(module: str, module_level_only: bool) -> set[str]:
                 continue  # runs when called, not when the module is imported
             if isinstance(child, ast.Import):
                 found.update(alias.name for alias in child.names)
-            elif not module_level_only and isinstance(child, (ast.Call, ast.Dict)):
+            elif by_name and not module_level_only and isinstance(child, (ast.Call, ast.Dict)):
                 found.update(lazy_imports(child))
             elif isinstance(child, ast.ImportFrom):
                 source = resolve(module, is_package, child.level, child.module)
@@ -144,3 +145,124 @@ def test_options_are_known_without_importing_the_backend():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
+
+
+# CONTRIBUTING.md "Layers", bottom up: a module imports its own floor or a lower one (inside functions
+# too); the longest prefix decides a module's floor.
+FLOORS = (
+    (
+        "core",
+        (
+            "shoal._native",
+            "shoal.errors",
+            "shoal.validation",
+            "shoal.seeding",
+            "shoal.spaces",
+            "shoal.optional",
+            "shoal.cpus",
+        ),
+    ),
+    ("vector pieces", ("shoal.buffers", "shoal.call_order", "shoal.interrupts", "shoal.pufferenv")),
+    ("env kinds", ("shoal.native", "shoal.emulation", "shoal.envs", "shoal.step_checks", "shoal.default_wrappers")),
+    ("backends", ("shoal.backends",)),
+    ("hand-off", ("shoal.handoff",)),
+    ("entry points", ("shoal.vector", "shoal.backends.registry", "shoal.families")),
+    ("env families", ("shoal.ocean", "shoal.mujoco", "shoal.atari")),
+    ("adapters", ("shoal.adapters",)),
+    (
+        "tools",
+        (
+            "shoal.config",
+            "shoal.cli",
+            "shoal.tuning",
+            "shoal.benchmark",
+            "shoal.bench_command",
+            "shoal.build_command",
+            "shoal.peers",
+            "shoal.policy_standin",
+            "shoal.quiet",
+            "shoal.arguments",
+            "shoal.sample_deadline",
+            "shoal.check",
+            "shoal.__main__",
+        ),
+    ),
+)
+FLOOR_NAMES = [name for name, _ in FLOORS]
+
+
+def floor(module: str) -> int:
+    """The rank of ``module``'s floor (the package itself, shoal/__init__.py, is the vector pieces')."""
+    if module == "shoal":
+        return FLOOR_NAMES.index("vector pieces")
+    found = [
+        (len(p), FLOOR_NAMES.index(name))
+        for name, ps in FLOORS
+        for p in ps
+        if module == p or module.startswith(p + ".")
+    ]
+    assert found, f"{module} is on no floor: add it to FLOORS and to CONTRIBUTING.md's layers"
+    return max(found)[1]
+
+
+def is_alias(module: str) -> bool:
+    """A module kept at an old path that only makes the new one importable under it."""
+    return "sys.modules[__name__] = " in MODULES[module].read_text()
+
+
+def real_imports(module: str) -> set[str]:
+    """What ``module`` imports, inside functions too, but not by name (a registry's strings: the entry
+    points list what they dispatch to), nor ``shoal`` itself where ``from . import _native`` reads so."""
+    return {t for t in imports(module, module_level_only=False, by_name=False) if t != "shoal" or module == "shoal"}
+
+
+def test_every_module_is_on_a_floor():
+    for module in MODULES:
+        floor(module)
+
+
+def test_every_import_points_down():
+    up = [
+        f"{m} ({FLOOR_NAMES[floor(m)]}) imports {t} ({FLOOR_NAMES[floor(t)]})"
+        for m in MODULES
+        if not is_alias(m)
+        for t in real_imports(m)
+        if floor(t) > floor(m)
+    ]
+    assert not up, "\n".join(up)
+
+
+def test_no_import_loop_between_sibling_folders():
+    folders = {m for m, p in MODULES.items() if p.name == "__init__.py"}
+    graph: dict[str, set[str]] = {f: set() for f in folders}
+    for m in MODULES:
+        if is_alias(m):
+            continue
+        for t in real_imports(m):
+            a, b = m.split("."), t.split(".")
+            i = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+            here, there = ".".join(a[: i + 1]), ".".join(b[: i + 1])
+            if here != there and here in folders and there in folders:
+                graph[here].add(there)
+    assert find_cycle(graph) is None
+
+
+def test_only_call_order_assigns_a_call_order_state():
+    writes = [
+        f"{m}:{i}"
+        for m, p in MODULES.items()
+        if m != "shoal.call_order"
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if re.search(r"\.state\s*=(?!=)", line)
+    ]
+    assert not writes, writes
+
+
+def test_contributing_names_every_folder_and_top_level_module():
+    """CONTRIBUTING.md's "Source layout" names each folder of the package and each module at its top."""
+    text = (PACKAGE_DIR.parents[1] / "CONTRIBUTING.md").read_text()
+    layout = text[text.index("## Source layout") : text.index("## Layers")]
+    wanted = {f"{p.parent.name}/" for p in PACKAGE_DIR.glob("*/__init__.py")}
+    wanted |= {p.name for p in PACKAGE_DIR.glob("*.py")}
+    missing = sorted(name for name in wanted if not re.search(rf"(?<![\w.]){re.escape(name)}", layout))
+    assert not missing, f"CONTRIBUTING.md's source layout does not name {missing}"
