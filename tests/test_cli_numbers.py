@@ -22,7 +22,7 @@ def run_cli(capsys, *args) -> tuple[int, str]:
 @pytest.mark.parametrize(
     "args, expected",
     [
-        (("bench", "--repeats", 0), "argument --repeats: repeats must be an integer in [1, 1000], got 0"),
+        (("bench", "--repeats", 0), "argument --repeats: must be an integer >= 1, got '0'"),
         (("bench", "--repeats", 10**6), "got 1,000,000 (more samples than a spread needs: a typo?)"),
         (("bench", "--seconds", "nan"), "argument --seconds: seconds must be a number of seconds in (0, 600], got nan"),
         (("bench", "--seconds", "inf"), "seconds must be a number of seconds in (0, 600], got inf"),
@@ -31,7 +31,7 @@ def run_cli(capsys, *args) -> tuple[int, str]:
         (("run", "--seconds", "nan"), "argument --seconds: seconds must be a number of seconds in [0, 86400], got nan"),
         (("run", "--seconds", "inf"), "seconds must be a number of seconds in [0, 86400], got inf"),
         (("run", "--seconds", -1), "seconds must be a number of seconds in [0, 86400], got -1"),
-        (("run", "--steps", 0), "argument --steps: steps must be an integer in [1, 1000000000000000], got 0"),
+        (("run", "--steps", 0), "argument --steps: must be an integer >= 1, got '0'"),
         (("run", "--steps", 10**20), "(more agent steps than a day of stepping at any speed: a typo?)"),
         (
             ("autotune", "--budget", "1e300"),
@@ -42,8 +42,8 @@ def run_cli(capsys, *args) -> tuple[int, str]:
         (("autotune", "--policy-us", "1e9"), "policy-us must be a number of microseconds in (0, 1,000,000], got 1e9"),
         (("autotune", "--policy-us", "inf"), "policy-us must be a number of microseconds in (0, 1,000,000], got inf"),
         (("autotune", "--policy-us", 5, "--policy-cpu-share", "nan"), "policy-cpu-share must be a share in [0, 1]"),
-        (("check", "--steps", -5), "argument --steps: steps must be an integer in [1, 10000000], got -5"),
-        (("check", "--num-envs", 0), "argument --num-envs: num-envs must be an integer in [1, 1024], got 0"),
+        (("check", "--steps", -5), "argument --steps: must be an integer >= 1, got '-5'"),
+        (("check", "--num-envs", 0), "argument --num-envs: must be an integer >= 1, got '0'"),
     ],
 )
 def test_a_number_out_of_bounds_is_one_line_naming_the_option(capsys, args, expected):

@@ -15,18 +15,25 @@ def bounded_int(name: str, minimum: int, maximum: int, why: str):
     """A count in [minimum, maximum]; ``why`` says why a larger one is refused."""
 
     def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"{name} must be an integer in [{minimum}, {maximum:,}], got {text!r}"
-            ) from None
+        value = at_least(text, minimum)
         try:
             return bounded_count(value, name, minimum, maximum, why)
         except APIUsageError as error:
             raise argparse.ArgumentTypeError(str(error)) from None
 
     return parse
+
+
+def at_least(text: str, minimum: int) -> int:
+    """An integer >= minimum, refused in the words `shoal` has always used ("must be an integer >= 1,
+    got '0'"); the upper bound is the caller's."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or value < minimum:
+        raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {text!r}")
+    return value
 
 
 def bounded_float(name: str, minimum: float, maximum: float, what: str, why: str, above_minimum: bool = False):
@@ -63,6 +70,8 @@ def run_option_arg(name: str):
     """A [run] key given as an option (`shoal run --steps`, `--seconds`): the key's own check."""
 
     def parse(text: str):
+        if RUN_OPTIONS[name].kind == "int":
+            at_least(text, 1)
         try:
             return RUN_OPTIONS[name].from_text(text)
         except APIUsageError as error:
