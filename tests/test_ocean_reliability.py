@@ -151,7 +151,11 @@ def test_a_huge_ocean_layout_is_refused_up_front_with_the_estimate(tmp_path):
         ["run", "--config", str(config)], SHOAL_OCEAN_BUILD_CACHE=str(tmp_path / "builds")
     )
     assert result.returncode == 2, result.stderr[-2000:]
-    line = result.stderr.strip().splitlines()[0]
+    lines = [text for text in result.stderr.strip().splitlines() if not text.startswith("maxrss_kb ")]
+    errors = [i for i, text in enumerate(lines) if text.startswith("shoal: error")]
+    assert len(errors) == 1, lines
+    progress, line = lines[: errors[0]], lines[errors[0]]  # the build's progress lines, then the one-line error
+    assert all(text.startswith("shoal: ") for text in progress), progress
     assert "needs" in line and "buffers for 100,000,000 agent rows" in line and "joint spaces' bounds" in line
     assert elapsed < 120 and max_rss_kb < 1 << 20  # the build of the env included
 
