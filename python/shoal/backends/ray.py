@@ -86,6 +86,7 @@ from .ray_recovery import (
     ATTEMPTS,
     BACKOFF_S,
     HEARTBEAT_AFTER_S,
+    RELEASE_WAIT_S,
     Heartbeat,
     NodeHistory,
     no_room,
@@ -534,12 +535,24 @@ class Ray(WorkerBackend):
         """(node, scheduling strategy) of worker w's replacement: a healthy node (ray_recovery.py),
         in w's own bundle where the node is the bundle's (its CPUs are held for w, not free); a
         WorkerError if no node has room."""
-        plan, cpus, nodes = self._plan, self._plan.cpus[w], cluster_nodes(self._ray)
+        plan, cpus = self._plan, self._plan.cpus[w]
         bundle_node = plan.where[w] if plan.where is not None else None
-        seen = [dataclasses.replace(n, free_cpus=n.free_cpus + cpus) if n.node_id == bundle_node else n for n in nodes]
-        node = replacement_node(seen, self._history, cpus, lambda node_id: node_answers(self._ray, node_id))
-        if node is None:
-            raise WorkerError(no_room(w, cpus, nodes, self._history) + (f"\nlast attempt: {error}" if error else ""))
+        # Ray frees a dead actor's CPUs only once it has seen the death (a second or more on a busy
+        # machine): a node that lacks room now is asked again until RELEASE_WAIT_S has passed.
+        deadline = time.monotonic() + RELEASE_WAIT_S
+        while True:
+            nodes = cluster_nodes(self._ray)
+            seen = [
+                dataclasses.replace(n, free_cpus=n.free_cpus + cpus) if n.node_id == bundle_node else n for n in nodes
+            ]
+            node = replacement_node(seen, self._history, cpus, lambda node_id: node_answers(self._ray, node_id))
+            if node is not None:
+                break
+            if time.monotonic() > deadline:
+                raise WorkerError(
+                    no_room(w, cpus, nodes, self._history) + (f"\nlast attempt: {error}" if error else "")
+                )
+            time.sleep(0.25)
         self._addresses[node.node_id] = node.address
         strategy = actor_strategy(plan, w) if node.node_id == bundle_node else node_strategy(node.node_id)
         return node, strategy

@@ -19,6 +19,7 @@ from .ray_placement import Node, node_table
 QUARANTINE_S = 60.0
 ATTEMPTS = 3  # replacement attempts per failure, each on another node
 BACKOFF_S = (0.5, 1.0, 2.0)  # the wait before the second, third ... attempt
+RELEASE_WAIT_S = 10.0  # how long a replacement waits for Ray to free a dead actor's CPUs before no room is an error
 
 
 class NodeHistory:
