@@ -428,7 +428,7 @@ def test_crash_loop_ends_in_a_worker_error_and_each_node_is_tried_before_one_is_
     """An env that kills its actor on every step: the replacements go to each node in turn (a failed
     node is reused only once no other has room, and only because it answers a probe), and the restart
     budget ends the loop with a WorkerError."""
-    vecenv = make(make_dying_env, backend=RAY, num_envs=1, num_workers=1, on_worker_failure="restart")
+    vecenv = make(make_dying_env, backend=RAY, num_envs=1, num_workers=1, on_worker_failure="restart", max_restarts=4)
     vecenv.reset(seed=1)
     start = time.monotonic()
     with pytest.raises(WorkerError, match="not replaced|no healthy node") as info:
