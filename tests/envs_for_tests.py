@@ -134,13 +134,15 @@ def make_cartpole() -> gymnasium.Env:
 
 class RaiseOnStep(gymnasium.Env):
     """Raises RuntimeError on its ``step``-th call to step() (1-based, counted since construction, so
-    autoresets do not hide it). Box float32 (4,) observations, Discrete(2) actions, episodes of 3 steps.
+    autoresets do not hide it), ``delay_s`` after that call began. Box float32 (4,) observations,
+    Discrete(2) actions, episodes of 3 steps.
     """
 
-    def __init__(self, step: int = 5):
+    def __init__(self, step: int = 5, delay_s: float = 0.0):
         self.observation_space = spaces.Box(-1.0, 1.0, (4,), dtype=np.float32)
         self.action_space = spaces.Discrete(2)
         self.raise_on = step
+        self.delay_s = delay_s
         self.calls = 0
         self.t = 0
 
@@ -152,6 +154,7 @@ class RaiseOnStep(gymnasium.Env):
     def step(self, action):
         self.calls += 1
         if self.calls == self.raise_on:
+            time.sleep(self.delay_s)
             raise RuntimeError(f"RaiseOnStep: planned failure on step {self.calls}")
         self.t += 1
         observation = self.np_random.uniform(-1.0, 1.0, 4).astype(np.float32)
@@ -172,8 +175,8 @@ class RaiseOnInit(gymnasium.Env):
         raise RuntimeError("RaiseOnInit: planned failure in __init__")
 
 
-def make_raise_on_step(step: int = 5) -> gymnasium.Env:
-    return RaiseOnStep(step=step)
+def make_raise_on_step(step: int = 5, delay_s: float = 0.0) -> gymnasium.Env:
+    return RaiseOnStep(step=step, delay_s=delay_s)
 
 
 def make_raise_on_reset() -> gymnasium.Env:

@@ -65,6 +65,24 @@ def test_every_env_failing_in_one_step_is_reported_by_that_step(backend):
             vecenv.step(actions)
 
 
+def test_the_failures_of_one_step_are_told_in_env_order_whichever_worker_answers_first():
+    """Env 0's worker fails 0.5 s after env 1's: the error still opens with env 0, as Serial's does
+    (a loaded CI machine once answered worker 1 first and the message began with env 1)."""
+    kwargs = [{"step": 2, "delay_s": 0.5}, {"step": 2}]
+    with make(
+        [make_raise_on_step] * 2,
+        env_kwargs=kwargs,
+        backend="Multiprocessing",
+        num_envs=2,
+        **BACKENDS["Multiprocessing"],
+    ) as vecenv:
+        vecenv.reset()
+        vecenv.step(np.zeros(2, np.int32))
+        with pytest.raises(EnvError, match=r"^env 0 \(worker 0\)") as info:
+            vecenv.step(np.zeros(2, np.int32))
+        assert re.search(r"1 more env failure\(s\) in the same call:\n  env 1 \(worker 1\)", str(info.value))
+
+
 def test_a_failed_step_in_flight_fails_the_async_reset_that_drains_it():
     with make(
         make_raise_on_step,

@@ -201,7 +201,8 @@ class WorkerBackend(VecEnv):
             self._order.failed()
             others = self._drain_failures()
             if others:
-                raise with_other_failures(error, others) from error.__cause__
+                first, *others = sorted([error, *others], key=by_env_index)
+                raise with_other_failures(first, others) from first.__cause__
             raise
 
     def _drain_failures(self) -> list[EnvError]:
@@ -353,6 +354,12 @@ class WorkerBackend(VecEnv):
             f"{type(self).__name__}: the vector env was closed (by another thread) while recv() "
             "waited; the step in flight is discarded"
         )
+
+
+def by_env_index(error: EnvError) -> tuple[bool, int]:
+    """Sort key: failures of one call in env order (as Serial meets them), those of no single env last."""
+    env_index = getattr(error, "env_index", None)
+    return (env_index is None, env_index or 0)
 
 
 def with_other_failures(error: EnvError, others: list[EnvError]) -> EnvError:

@@ -38,6 +38,8 @@ class Failure:
             if self.env_index is not None
             else f"worker {worker} (envs {envs})"
         )
-        return EnvError(
+        error = EnvError(
             f"{where} raised {self.name}: {self.text}\n\nTraceback in {origin}:\n{self.traceback}{RESET_HINT}"
         )
+        error.env_index = self.env_index  # orders the failures of one call by env, whichever worker answered first
+        return error
