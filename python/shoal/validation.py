@@ -59,3 +59,13 @@ def parse_value(text: str):
         return parse_bool(text)
     except ValueError:
         return text
+
+
+def check_ray_address(address):
+    """A Ray cluster address ('host:port', 'auto', 'ray://...') or None (a local instance)."""
+    if address is not None and (not isinstance(address, str) or not address.strip()):
+        raise APIUsageError(
+            f"ray_address must be a Ray cluster address such as '10.0.0.1:6379' or "
+            f"'auto', or None to start a local Ray instance; got {address!r}"
+        )
+    return address

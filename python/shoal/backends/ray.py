@@ -58,7 +58,7 @@ import numpy as np
 from ..buffers import Buffers
 from ..errors import APIUsageError, EnvError, WorkerError
 from ..native import check_threads, is_native_env, native_env_class
-from ..validation import check_bool
+from ..validation import check_bool, check_ray_address
 from .base import EnvLists
 from .caller_side.faults import CLOSE_TIMEOUT_S, MIN_ACTOR_START_S, creation_timeout
 from .caller_side.ray_data_path import RayDataPath
@@ -155,11 +155,7 @@ class Ray(WorkerBackend):
         # The shared layer knows raise and restart; elastic is Ray's own (ray_elastic.py).
         self._configure_failures(timeout, "restart" if elastic else on_worker_failure)
         self.on_worker_failure = on_worker_failure
-        if ray_address is not None and (not isinstance(ray_address, str) or not ray_address.strip()):
-            raise APIUsageError(
-                f"ray_address must be a Ray cluster address such as '10.0.0.1:6379' or "
-                f"'auto', or None to start a local Ray instance; got {ray_address!r}"
-            )
+        check_ray_address(ray_address)
         self.native = is_native_env(env_creators[0])
         if self.native:
             native_env_class(env_creators, env_args, env_kwargs, "Ray")

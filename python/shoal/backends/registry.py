@@ -15,7 +15,7 @@ from ..errors import APIUsageError
 from ..native.env import MAX_THREADS, SCHEDULES, check_schedule, check_threads
 from ..seeding import check_seed
 from ..spaces import BOX_ACTIONS, check_box_actions
-from ..validation import check_bool, check_integer
+from ..validation import check_bool, check_integer, check_ray_address
 from .caller_side.deadlines import FAILURE_POLICIES, check_on_worker_failure, check_timeout
 from .caller_side.env_split import WORKER_OPTIONS as WORKER_DEFAULTS
 from .caller_side.restart import RESTART_OPTIONS, check_max_restarts, check_restart_window
@@ -85,15 +85,6 @@ def _auto_or(check):
         return value if value is None or value == "auto" else check(value)
 
     return checked
-
-
-def check_ray_address(address):
-    if address is not None and (not isinstance(address, str) or not address.strip()):
-        raise APIUsageError(
-            f"ray_address must be a Ray cluster address such as '10.0.0.1:6379' or "
-            f"'auto', or None to start a local Ray instance; got {address!r}"
-        )
-    return address
 
 
 def _flag(name: str, doc: str) -> Option:
