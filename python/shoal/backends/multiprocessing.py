@@ -45,9 +45,7 @@ of workers returned as views (``zero_copy=True``); the first ready workers copie
 from __future__ import annotations
 
 import multiprocessing
-import multiprocessing.connection
 import os
-import pickle
 import sys
 import time
 import weakref
@@ -55,7 +53,7 @@ import weakref
 import numpy as np
 
 from ..buffers import check_estimate, out_of_memory, python_vector_estimate
-from ..errors import EnvError, WorkerError
+from ..errors import WorkerError
 from ..interrupts import guarded, signals_held
 from .base import EnvLists
 from .caller_side.faults import (
@@ -63,33 +61,27 @@ from .caller_side.faults import (
     LIVENESS_CHECK_S,
     creation_reason,
     creation_timeout,
-    deadline_reason,
     exit_reason,
 )
 from .caller_side.process_pool import ProcessPool
 from .caller_side.worker_backend import WorkerBackend
 from .closing import BoundedClose, raise_failures
+from .multiprocessing_completions import RECV_SPIN_S, ProcessCompletions
+from .multiprocessing_recovery import ProcessRecovery
 from .start_methods import check_start_method
-from .wire.info_tables import unpack
 from .wire.shared_mapping import SharedMapping
 from .worker_side.process_worker import (
-    BUSY,
     CLOSE,
     IDLE,
-    INFOS,
-    MESSAGE,
-    RESET,
     STEP,
     WORKER_SPIN_S,
     WorkerSpec,
     carve,
-    sched_yield,
     shared_views,
     worker_main,
 )
 
-# The caller polls this long for a completion before it sleeps on the done semaphore.
-RECV_SPIN_S = 0.0002
+__all__ = ["CLOSE_TIMEOUT_S", "RECV_SPIN_S", "Multiprocessing", "default_start_method"]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -101,7 +93,7 @@ def default_start_method() -> str:
     return "fork" if sys.platform.startswith("linux") else "spawn"
 
 
-class Multiprocessing(WorkerBackend):
+class Multiprocessing(ProcessCompletions, ProcessRecovery, WorkerBackend):
     """Envs in worker processes (a slice of envs each) over shared memory; four batching modes.
 
     ``num_workers`` processes (default: physical cores) each own ``num_envs / num_workers`` envs.
@@ -325,115 +317,6 @@ class Multiprocessing(WorkerBackend):
         self._batch_block = batch[0] // self.workers_per_batch
         return self._block_result(self._batch_block, infos)
 
-    # -- hand-off ----------------------------------------------------------------------------------
-
-    def _dispatch_reset(self, w: int, seed: int) -> None:
-        self._seeds[w] = seed
-        self._dispatch(w, RESET)
-
-    def _dispatch(self, w: int, command: int) -> None:
-        self._deadlines.dispatched(w)
-        # No call between the BUSY store and the post, so no signal handler can run in between
-        # (CPython runs them at calls and backward jumps): a worker is BUSY only once it is woken.
-        self._state[w] = BUSY
-        self._command[w] = command
-        self._command_sems[w].release()
-        self._dispatched(w)
-
-    def _next_batch(self) -> list[int]:
-        while True:
-            if self._busy:
-                self._poll()
-                if self._watch.due():
-                    self._check_in_flight()
-            batch = self._batches.select()
-            if batch is not None:
-                return batch
-            if not self._busy:
-                raise RuntimeError("Multiprocessing: no worker in flight and no batch ready (internal error)")
-            # A batch needs workers_per_batch ready workers: sleep through the completions before that.
-            for _ in range(min(len(self._busy), max(1, self._batches.missing))):
-                if self._wait_for_completion():
-                    break  # a worker is done or was replaced without a count: look again
-
-    def _poll(self) -> None:
-        """Moves completed workers from busy to ready, reading their messages (which may raise)."""
-        state, busy = self._state, self._busy
-        i = 0
-        while i < len(busy):
-            w = busy[i]
-            s = state[w]
-            if s == BUSY:
-                i += 1
-                continue
-            del busy[i]
-            self._take_count()
-            if s == INFOS:
-                self._worker_infos[w] = self._mail(w)
-            elif s == MESSAGE and not self._read_message(w):
-                continue  # the worker was replaced while its message was awaited
-            self._batches.completed(w)
-
-    def _mail(self, w: int) -> list:
-        """The infos worker w left in its mailbox."""
-        return unpack(pickle.loads(self._mailboxes[w, : self._mail_sizes[w]]))
-
-    def _take_count(self) -> None:
-        """Accounts for the done_sem count of a completion just observed."""
-        if self._owed < 0:
-            self._owed += 1  # pre-paid by _wait_for_completion
-        elif not self._done_sem.acquire(False):
-            self._owed += 1  # its count is posted right after its state; taken later
-
-    def _wait_for_completion(self) -> bool:
-        """Returns once a completion not yet observed has been posted, or a busy worker was seen done or
-        replaced while asleep (True: no count was taken for it). Checks liveness and deadlines."""
-        done = self._done_sem
-        while self._owed > 0:  # counts of completions already seen: posted right after their state
-            if done.acquire(True, LIVENESS_CHECK_S):
-                self._owed -= 1
-            else:
-                self._owed = 0  # a worker stopped or died between its state and its post
-        if not done.acquire(False):
-            deadline = time.perf_counter() + RECV_SPIN_S
-            while True:
-                if time.perf_counter() >= deadline:
-                    while not done.acquire(True, self._deadlines.wait_slice(self._busy, LIVENESS_CHECK_S)):
-                        if self._check_busy():
-                            return True
-                    break
-                sched_yield()
-                if done.acquire(False):
-                    break
-        self._owed -= 1  # this count belongs to the next completion _poll observes
-        return False
-
-    def _check_busy(self) -> bool:
-        """After a wait timed out: True if a busy worker is done (its count went astray) or failed and
-        was replaced; raises WorkerError for a failure under on_worker_failure="raise"."""
-        for w in list(self._busy):
-            if self._state[w] != BUSY:
-                return True
-            reason = self._failure(w)
-            if reason is not None:
-                self._fail_or_restart(w, reason, in_flight=True)
-                return True
-        return False
-
-    def _check_in_flight(self) -> None:
-        """Every busy worker that died or is late fails now, even while the others keep answering."""
-        for w in list(self._busy):
-            if self._state[w] == BUSY:
-                reason = self._failure(w)
-                if reason is not None:
-                    self._fail_or_restart(w, reason, in_flight=True)
-
-    def _drain(self) -> None:
-        while self._busy:
-            self._poll()
-            if self._busy:
-                self._wait_for_completion()
-
     def _close(self) -> None:
         driver = BoundedClose("driver env", self.driver_env)  # closes while the workers do
         failures = self._finalizer() or []
@@ -442,126 +325,3 @@ class Multiprocessing(WorkerBackend):
         self._state = self._command = self._seeds = self._mailboxes = self._mail_sizes = None
         self._done_counts = None
         raise_failures(type(self).__name__, failures + driver.wait(CLOSE_TIMEOUT_S))
-
-    # -- failures and recovery ---------------------------------------------------------------------
-
-    def _failure(self, w: int) -> str | None:
-        """Why worker w has failed (dead, or past its deadline), or None."""
-        if self._order.closed:
-            raise self._closed_while_waiting()  # close() from another thread is reaping the workers
-        process = self._processes[w]
-        if process.exitcode is not None:
-            return exit_reason(process.exitcode)
-        late = self._deadlines.late([w])
-        if late is not None:
-            return deadline_reason(late[1], self.timeout)
-        return None
-
-    def _read_message(self, w: int) -> bool:
-        """Reads worker w's pipe message; False if the worker failed meanwhile and was replaced."""
-        conn = self._conns[w]
-        while not conn.poll(self._deadlines.wait_slice([w], LIVENESS_CHECK_S)):
-            reason = self._failure(w)
-            if reason is not None:
-                self._fail_or_restart(w, reason, in_flight=True)
-                return False
-        self._reading[w] = True
-        try:
-            kind, count, content = conn.recv()
-        except (EOFError, OSError):
-            self._processes[w].join(LIVENESS_CHECK_S)
-            self._fail_or_restart(w, self._failure(w) or "closed its pipe unexpectedly", in_flight=True)
-            return False
-        self._consumed[w] = count
-        self._reading[w] = False
-        if kind == "error":
-            raise content.step_error(w, self._env_range(w), self._origin(w))
-        self._worker_infos[w] = content
-        return True
-
-    def _fail_or_restart(self, w: int, reason: str, in_flight: bool) -> None:
-        """A dead or late worker (WorkerBackend._worker_failed); a replacement's reset is the result
-        of its rows, and completes the batch it was in flight for."""
-        infos = self._worker_failed(w, reason)
-        if infos is not None:
-            self._worker_infos[w] = infos
-            if in_flight:
-                self._batches.completed(w)
-
-    def _reset_replacement(self, w: int, seed: int, reason: str):
-        self._seeds[w] = seed
-        self._state[w] = BUSY
-        self._command[w] = RESET
-        self._command_sems[w].release()
-        failure = self._await(w)
-        if failure is not None:
-            self._fail(
-                WorkerError(
-                    f"{reason}; its replacement (pid {self._processes[w].pid}) {failure} while resetting envs "
-                    f"{self._env_range(w)}. The vector env is closed."
-                )
-            )
-        s = self._state[w]
-        self._take_count()
-        infos = []
-        if s == INFOS:
-            infos = self._mail(w)
-        elif s == MESSAGE:
-            if not self._read_message(w):
-                return None
-            infos = self._worker_infos[w]
-        return infos, self.buf, self._worker_rows[w]
-
-    def _kill_on_close(self, workers) -> None:
-        self._pool.kill_now.update(workers)
-
-    def _replace(self, w: int) -> None:
-        if w in self._busy:
-            self._busy.remove(w)
-        pool = self._pool
-        old = pool.processes[w]
-        if old.exitcode is None:
-            old.kill()
-        old.join(CLOSE_TIMEOUT_S)
-        pool.conns[w].close()
-        self._state[w] = IDLE
-        self._start_worker(w)
-        self._handshake(w)
-        if old.exitcode is not None:
-            old.close()
-        self._consumed[w] = 0
-        self._reading[w] = False
-
-    def _await(self, w: int) -> str | None:
-        """Waits until worker w is not BUSY (watching its state word); the failure that ended the wait
-        early, or None."""
-        process, pause = self._processes[w], 0.0005
-        while self._state[w] == BUSY:
-            reason = self._failure(w)
-            if reason is not None:
-                return reason
-            multiprocessing.connection.wait([process.sentinel], timeout=pause)  # returns at once on exit
-            pause = min(2 * pause, 0.01)
-        return None
-
-    def _resync(self) -> None:
-        """After an interrupted call: waits for every worker to finish what it was sent, drops each
-        result and unread message, and rebalances done_sem, so that nothing in flight survives."""
-        for w in range(self.num_workers):
-            reason = self._await(w)
-            if reason is not None:
-                self._fail_or_restart(w, reason, in_flight=False)
-            elif self._reading[w]:
-                self._replace_or_fail(w)  # a message was half read: the pipe's framing is lost
-            elif self._state[w] == MESSAGE and self._consumed[w] != self._done_counts[w]:
-                try:
-                    self._read_message(w)
-                except WorkerError:
-                    raise
-                except EnvError:
-                    pass  # an env failure of the step being dropped
-        while self._done_sem.acquire(False):
-            pass
-        self._owed = 0
-        self._busy = []
-        self._needs_resync = False
