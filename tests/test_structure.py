@@ -118,7 +118,7 @@ def test_no_backend_imports_what_dispatches_to_it():
     for module in MODULES:
         if module.startswith("shoal.backends."):
             reached = imports(module, module_level_only=False)
-            assert not reached & {"shoal.vector", "shoal.config", "shoal.cli"}, module
+            assert not reached & {"shoal.vector", "shoal.tools.config", "shoal.tools.cli"}, module
 
 
 def test_only_the_native_layer_touches_the_native_vector():
@@ -169,24 +169,9 @@ FLOORS = (
     ("entry points", ("shoal.vector", "shoal.backends.registry", "shoal.families")),
     ("env families", ("shoal.ocean", "shoal.mujoco", "shoal.atari")),
     ("adapters", ("shoal.adapters",)),
-    (
-        "tools",
-        (
-            "shoal.config",
-            "shoal.cli",
-            "shoal.tuning",
-            "shoal.benchmark",
-            "shoal.bench_command",
-            "shoal.build_command",
-            "shoal.peers",
-            "shoal.policy_standin",
-            "shoal.quiet",
-            "shoal.arguments",
-            "shoal.sample_deadline",
-            "shoal.check",
-            "shoal.__main__",
-        ),
-    ),
+    # the `shoal` command and what only it uses; the aliases at its modules' old paths (shoal.config,
+    # shoal.cli, ...) are on no floor: they are exempt (is_alias), and a module importing one fails floor()
+    ("tools", ("shoal.tools", "shoal.__main__")),
 )
 FLOOR_NAMES = [name for name, _ in FLOORS]
 
@@ -218,7 +203,8 @@ def real_imports(module: str) -> set[str]:
 
 def test_every_module_is_on_a_floor():
     for module in MODULES:
-        floor(module)
+        if not is_alias(module):
+            floor(module)
 
 
 def test_every_import_points_down():

@@ -1,52 +1,7 @@
-"""A GPU stand-in policy: what a trainer's policy on an accelerator costs its loop, on any machine.
-
-A call spends ``cpu_s`` of the caller's CPU (what launching kernels and copies costs), then its
-results are there ``latency_s`` later, waited for with the GIL released and no core used, as a
-blocking wait for a GPU. Through a pipelined Multithreading vector (``wait``: its
-``step_while_waiting``) the caller steps envs of the buffer in flight until the results are there or
-none is left, then sleeps the rest: what the torch hand-off does while its GPU works. Used by
-``shoal autotune --policy-us`` and ``bench/bench_trainer.py``.
-"""
-
-from __future__ import annotations
+"""Compatibility alias of shoal.tools.policy_standin (a GPU stand-in policy (`shoal autotune --policy-us`, bench/bench_trainer.py): moved into tools/ with the rest of the command)."""
 
 import sys
-import time
-from collections.abc import Callable
 
+from .tools import policy_standin as _module
 
-class PolicyStandIn:
-    """``policy(observations)`` returns ``actions`` (fixed: the stand-in reads nothing) after
-    ``cpu_s`` of caller CPU work and ``latency_s`` more of waiting."""
-
-    def __init__(self, latency_s: float, cpu_s: float, actions=None, wait: Callable | None = None):
-        if not (latency_s >= 0 and cpu_s >= 0):
-            raise ValueError(f"a stand-in policy's latency and CPU time are seconds >= 0, got {latency_s}, {cpu_s}")
-        self.latency_s, self.cpu_s, self.actions, self.wait = latency_s, cpu_s, actions, wait
-        exact_sleeps()  # the thread that makes the stand-in calls it
-
-    def __call__(self, observations=None):
-        clock = time.perf_counter
-        end = clock() + self.cpu_s
-        while clock() < end:
-            pass
-        ready = end + self.latency_s
-        if self.wait is not None:
-            self.wait(lambda: clock() >= ready)
-        left = ready - clock()
-        if left > 0:
-            time.sleep(left)
-        return self.actions
-
-
-def exact_sleeps() -> None:
-    """Lets this thread's sleeps end when they are due (plus the OS's wake-up) rather than up to 50 µs
-    later: Linux's default timer slack for a thread. A 67 µs sleep took 138 µs with the default and 87 µs
-    without slack on the development guest; a GPU's blocking wait (cudaEventSynchronize under
-    cudaDeviceScheduleBlockingSync) has no such slack. Other systems keep their default."""
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-
-    pr_set_timerslack = 29  # <linux/prctl.h>
-    ctypes.CDLL(None).prctl(pr_set_timerslack, 1, 0, 0, 0)  # 1 ns: none
+sys.modules[__name__] = _module

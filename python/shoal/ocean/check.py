@@ -1,7 +1,7 @@
-"""Compatibility alias of shoal.check (`shoal check`: it checks any native env, not only Ocean's)."""
+"""Compatibility alias of shoal.tools.check (`shoal check`: it checks any native env, not only Ocean's)."""
 
 import sys
 
-from .. import check as _module
+from ..tools import check as _module
 
 sys.modules[__name__] = _module
