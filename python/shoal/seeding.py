@@ -5,6 +5,9 @@ The rule is shared with the native core (cpp/include/shoal/rng.h): env ``i`` of 
 A sub-vector holding envs ``[k, k + n)`` receives ``offset_seed(s, k)`` and seeds its own env ``j``
 with ``env_seed(offset_seed(s, k), j) == env_seed(s, k + j)``. So every backend, worker count and
 thread count gives each env the same seed.
+
+``Pcg32`` is the generator every native env draws from (shoal_rng of rng.h), in Python: what a native
+env draws can be told here (shoal.atari's gymnasium_seed is an Atari env's first two draws).
 """
 
 from __future__ import annotations
@@ -32,6 +35,35 @@ def env_seed(seed: int, index: int) -> int:
 def offset_seed(seed: int, offset: int) -> int:
     """Vector seed of the sub-vector whose first env has global index ``offset``."""
     return (seed + offset * GOLDEN_GAMMA) & MASK64
+
+
+class Pcg32:
+    """shoal_rng of cpp/include/shoal/rng.h (PCG32, XSH-RR 64/32), draw for draw: ``Pcg32(env_seed(s, i))``
+    is the stream of env ``i`` of a native vector reset with seed ``s``."""
+
+    MULTIPLIER = 6364136223846793005
+
+    __slots__ = ("_increment", "_state")
+
+    def __init__(self, seed64: int) -> None:
+        """shoal_rng_seed: the stream of an env seeded with ``seed64`` (an env_seed)."""
+        self._state = 0
+        self._increment = ((mix64(seed64 ^ GOLDEN_GAMMA) << 1) | 1) & MASK64
+        self.next()
+        self._state = (self._state + mix64(seed64)) & MASK64
+        self.next()
+
+    def next(self) -> int:
+        """shoal_rng_next: the next 32-bit draw."""
+        old = self._state
+        self._state = (old * self.MULTIPLIER + self._increment) & MASK64
+        xorshifted = (((old >> 18) ^ old) >> 27) & 0xFFFFFFFF
+        rot = old >> 59
+        return ((xorshifted >> rot) | (xorshifted << ((-rot) & 31))) & 0xFFFFFFFF
+
+    def next_double(self) -> float:
+        """shoal_rng_double: a float in [0, 1) from one draw (32 random bits)."""
+        return self.next() * (1.0 / 4294967296.0)
 
 
 def check_seed(seed, name: str = "seed") -> int:

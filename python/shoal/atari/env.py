@@ -11,7 +11,7 @@ from .. import _native
 from ..errors import APIUsageError
 from ..native import NativeEnv
 from ..native.spec import configured, resolve_params
-from ..seeding import env_seed
+from ..seeding import Pcg32, env_seed
 from .build import env_library, roms_dir
 from .presets import PRESETS, preset_options
 
@@ -111,31 +111,9 @@ def _file_kind(mode: int) -> str:
 def gymnasium_seed(seed: int, index: int) -> int:
     """The seed that makes ale-py's ``reset(seed=...)`` start env ``index`` of a shoal Atari vector made
     with ``seed`` from the same ALE state: the env's first two 32-bit draws (high word first)."""
-    state, increment = _pcg_seed(env_seed(seed, index))
-    high, state = _pcg_next(state, increment)
-    low, state = _pcg_next(state, increment)
-    return (high << 32) | low
-
-
-def _pcg_seed(seed64: int) -> tuple[int, int]:
-    from ..seeding import GOLDEN_GAMMA, mix64
-
-    mask = (1 << 64) - 1
-    increment = ((mix64(seed64 ^ GOLDEN_GAMMA) << 1) | 1) & mask
-    _, state = _pcg_next(0, increment)
-    state = (state + mix64(seed64)) & mask
-    _, state = _pcg_next(state, increment)
-    return state, increment
-
-
-def _pcg_next(state: int, increment: int) -> tuple[int, int]:
-    """shoal_rng_next (PCG32 XSH RR) of shoal/rng.h: (output, next state)."""
-    mask = (1 << 64) - 1
-    old = state
-    state = (old * 6364136223846793005 + increment) & mask
-    xorshifted = (((old >> 18) ^ old) >> 27) & 0xFFFFFFFF
-    rot = old >> 59
-    return ((xorshifted >> rot) | (xorshifted << ((-rot) & 31))) & 0xFFFFFFFF, state
+    stream = Pcg32(env_seed(seed, index))
+    high = stream.next()
+    return (high << 32) | stream.next()
 
 
 _LIBRARY_SPEC = None
