@@ -1,4 +1,4 @@
-"""Compatibility alias of shoal.tools.arguments (the `shoal` command's numbers, checked as parsed: moved into tools/ with the rest of the command)."""
+"""Compatibility alias of shoal.tools.arguments (moved into tools/ with the rest of the `shoal` command)."""
 
 import sys
 

@@ -1,4 +1,4 @@
-"""Compatibility alias of shoal.tools.bench_command (`shoal bench`: moved into tools/ with the rest of the command)."""
+"""Compatibility alias of shoal.tools.bench_command (moved into tools/ with the rest of the `shoal` command)."""
 
 import sys
 

@@ -1,4 +1,4 @@
-"""Compatibility alias of shoal.tools.benchmark (the timing and machine-load helpers of `shoal bench`, `shoal run` and `shoal autotune`: moved into tools/ with the rest of the command)."""
+"""Compatibility alias of shoal.tools.benchmark (moved into tools/ with the rest of the `shoal` command)."""
 
 import sys
 

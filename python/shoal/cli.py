@@ -1,4 +1,4 @@
-"""Compatibility alias of shoal.tools.cli (the `shoal` command: moved into tools/ with the rest of the command)."""
+"""Compatibility alias of shoal.tools.cli (moved into tools/ with the rest of the `shoal` command)."""
 
 import sys
 

@@ -1,4 +1,4 @@
-"""Compatibility alias of shoal.tools.config (config.ini: its reading, the env it names and the vector it makes: moved into tools/ with the rest of the command)."""
+"""Compatibility alias of shoal.tools.config (moved into tools/ with the rest of the `shoal` command)."""
 
 import sys
 

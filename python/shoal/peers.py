@@ -1,4 +1,4 @@
-"""Compatibility alias of shoal.tools.peers (the other libraries `shoal bench` measures beside shoal: moved into tools/ with the rest of the command)."""
+"""Compatibility alias of shoal.tools.peers (moved into tools/ with the rest of the `shoal` command)."""
 
 import sys
 

@@ -1,4 +1,4 @@
-"""Compatibility alias of shoal.tools.policy_standin (a GPU stand-in policy (`shoal autotune --policy-us`, bench/bench_trainer.py): moved into tools/ with the rest of the command)."""
+"""Compatibility alias of shoal.tools.policy_standin (moved into tools/ with the rest of the `shoal` command)."""
 
 import sys
 

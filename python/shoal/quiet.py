@@ -1,4 +1,4 @@
-"""Compatibility alias of shoal.tools.quiet (third-party warnings kept out of the tools' progress lines: moved into tools/ with the rest of the command)."""
+"""Compatibility alias of shoal.tools.quiet (moved into tools/ with the rest of the `shoal` command)."""
 
 import sys
 

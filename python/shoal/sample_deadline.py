@@ -1,4 +1,4 @@
-"""Compatibility alias of shoal.tools.sample_deadline (autotune's hard end of a sample: moved into tools/ with the rest of the command)."""
+"""Compatibility alias of shoal.tools.sample_deadline (moved into tools/ with the rest of the `shoal` command)."""
 
 import sys
 

@@ -1,4 +1,4 @@
-"""Compatibility alias of shoal.tools.tuning (`shoal autotune`: moved into tools/ with the rest of the command)."""
+"""Compatibility alias of shoal.tools.tuning (moved into tools/ with the rest of the `shoal` command)."""
 
 import sys
 
