@@ -69,3 +69,27 @@ def check_ray_address(address):
             f"'auto', or None to start a local Ray instance; got {address!r}"
         )
     return address
+
+
+# The options every vector shares with the native env classes (make()'s option table applies them to
+# the backends, NativeEnv's constructor to the envs made directly): each rule worded here only.
+
+#: how a native vector shares its envs out to its threads (Multithreading's schedule)
+SCHEDULES = ("static", "dynamic")
+
+
+def check_num_envs(num_envs) -> int:
+    """The number of envs of a vector: an integer >= 1."""
+    return check_integer(num_envs, "num_envs", 1)
+
+
+def check_schedule(schedule) -> str:
+    return check_choice(schedule, "schedule", SCHEDULES)
+
+
+def check_num_buffers(num_buffers, num_envs: int) -> int:
+    """A native vector's buffers: equal shares of its (checked) ``num_envs`` envs."""
+    num_buffers = check_integer(num_buffers, "num_buffers", 1)
+    if num_envs % num_buffers:
+        raise APIUsageError(f"num_buffers must divide num_envs ({num_envs}), got {num_buffers}")
+    return num_buffers

@@ -5,10 +5,10 @@ from __future__ import annotations
 import inspect
 
 from .backends.caller_side.env_split import worker_layout
+from .backends.options import check_common, check_rule, check_values
 from .backends.registry import (
     backend_names,
     backend_options,
-    check_options,
     options_doc,
     register_backend,
     resolve_backend,
@@ -18,8 +18,7 @@ from .errors import APIUsageError
 from .native import is_native_env
 from .native.spec import action_space, observation_space
 from .pufferenv import PufferEnv
-from .seeding import check_seed
-from .validation import check_integer, is_integer
+from .validation import is_integer
 
 
 def __getattr__(name: str):
@@ -110,12 +109,8 @@ def check_arguments(creator, args: tuple, kwargs: dict) -> None:
 
 
 def _make_pufferenv(creator, args: tuple, kwargs: dict, num_envs: int, seed: int, box_actions=None) -> PufferEnv:
-    if num_envs != 1:
-        raise APIUsageError(
-            f"backend PufferEnv runs one env object that holds its agents itself, "
-            f"so num_envs must be 1 (got {num_envs}); pass the env's own size in "
-            "env_kwargs, or use Serial/Multiprocessing/Multithreading"
-        )
+    # The backend's constructor is this function: the option table's rule for it (num_envs is 1).
+    check_rule(PufferEnv, num_envs, {} if box_actions is None else {"box_actions": box_actions})
     check_arguments(creator, args, kwargs)
     env = creator(*args, **kwargs)
     if not isinstance(env, PufferEnv):
@@ -154,8 +149,9 @@ def make(env_creator_or_creators, env_args=None, env_kwargs=None, backend=Puffer
 
         require_torch()  # before anything is built
     backend_cls = resolve_backend(backend)
-    num_envs = check_integer(num_envs, "num_envs", 1)
-    seed = check_seed(seed)
+    # The option table's checks of the values (backends/options.py), before the memory estimate; the
+    # backend's constructor applies the whole table (its rules across options too).
+    num_envs, seed = check_common(num_envs, seed)
     valid = backend_options(backend_cls)
     unknown = sorted(set(kwargs) - set(valid))
     if unknown:
@@ -163,7 +159,7 @@ def make(env_creator_or_creators, env_args=None, env_kwargs=None, backend=Puffer
             f"invalid argument(s) {unknown} for backend {backend_cls.__name__}; "
             f"valid: {sorted(valid) or 'none beyond num_envs and seed'}"
         )
-    check_options(backend_cls, kwargs)
+    check_values(backend_cls, kwargs)
     check_memory(env_creator_or_creators, env_kwargs, backend_cls, num_envs)
     env_creators, env_args, env_kwargs = _per_env_arguments(env_creator_or_creators, env_args, env_kwargs, num_envs)
     if backend_cls is PufferEnv:

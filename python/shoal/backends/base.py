@@ -8,7 +8,8 @@ import numpy as np
 
 from ..call_order import CallOrder
 from ..interrupts import interrupted_reason, signals_held
-from ..spaces import ActionChecker, check_box_actions, joint_space
+from ..spaces import ActionChecker, joint_space
+from .options import check_options
 
 
 class EnvLists(NamedTuple):
@@ -41,8 +42,12 @@ class VecEnv:
     ):
         """PufferLib 3.0's backend constructor, as make() calls it: the per-env lists, ``num_envs`` and
         ``seed`` are every backend's, ``box_actions`` is make()'s, ``options`` are the backend's own
-        (the keywords of its ``_build``)."""
-        self.box_actions = check_box_actions(box_actions)
+        (the keywords of its ``_build``).
+
+        The option table (backends/options.py) checks them all here, the one place make() and a
+        backend class built directly both pass: ``_build`` gets checked values."""
+        num_envs, seed = check_options(type(self), num_envs, seed, {"box_actions": box_actions, **options})
+        self.box_actions = box_actions
         self._build(EnvLists(env_creators, env_args, env_kwargs), num_envs, seed, **options)
 
     def _build(self, envs: EnvLists, num_envs: int, seed: int, **options) -> None:

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from .. import cpus
-from ..errors import APIUsageError
-from ..native import check_schedule, check_threads, native_env_class
+from ..native import check_threads, native_env_class
 from ..seeding import check_seed
 from ..spaces import joint_space
 from ..validation import is_integer
@@ -52,15 +51,11 @@ class Multithreading(VecEnv):
         env_type = native_env_class(env_creators, env_args, env_kwargs, "Multithreading")
         if batch_size is None or batch_size == "auto":
             batch_size = num_envs
-        if not is_integer(batch_size) or not 1 <= batch_size <= num_envs or num_envs % batch_size:
-            raise APIUsageError(
-                f"batch_size ({batch_size!r}) must divide num_envs ({num_envs}): the envs form "
-                "num_envs / batch_size equal buffers"
-            )
+        # The option table checked batch_size (it divides num_envs) and schedule (backends/options.py).
+        assert is_integer(batch_size) and num_envs % batch_size == 0, "invariant: the table checked batch_size"
         if max_num_threads is None or max_num_threads == "auto":
             max_num_threads = default_num_threads(num_envs, pipelined=batch_size < num_envs)
         max_num_threads = check_threads(max_num_threads)
-        schedule = check_schedule(schedule)
         self.seed = check_seed(seed)
         self.num_buffers = num_envs // int(batch_size)
         self.batch_size = int(batch_size)

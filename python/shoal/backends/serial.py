@@ -6,7 +6,6 @@ import numpy as np
 
 from ..buffers import Buffers, check_estimate, python_vector_estimate
 from ..call_order import ANY_OPEN, READY_TO_RECV, READY_TO_SEND
-from ..errors import APIUsageError
 from ..interrupts import guarded
 from ..seeding import check_seed
 from .base import EnvLists, VecEnv, agent_id_range
@@ -26,12 +25,8 @@ class Serial(VecEnv):
 
     def _build(self, envs: EnvLists, num_envs: int, seed: int, *, buf: Buffers | None = None, **options) -> None:
         env_creators, env_args, env_kwargs = envs
-        batch_size = options.get("batch_size")
-        if batch_size is not None and batch_size != num_envs:
-            raise APIUsageError(
-                f"Serial steps all num_envs={num_envs} envs every batch; batch_size "
-                f"must be num_envs or None, got {batch_size}"
-            )
+        # The option table's rule (backends/options.py): every env in every batch.
+        assert options.get("batch_size") in (None, "auto", num_envs), "invariant: the table checked batch_size"
         self.seed = check_seed(seed)
         self.num_envs = num_envs
         self.driver_env, emulate = probe_driver(env_creators[0], env_args[0], env_kwargs[0])

@@ -17,10 +17,10 @@ from ..interrupts import guarded, interrupted_reason, signals_held
 from ..pufferenv import PufferEnv
 from ..seeding import check_seed
 from ..spaces import ActionChecker
-from ..validation import check_bool, check_choice, check_integer
+from ..validation import SCHEDULES as SCHEDULES  # native/__init__ exports it
+from ..validation import check_bool, check_integer, check_num_buffers, check_num_envs, check_schedule
 from .spec import action_space, configured, observation_space, resolve_params
 
-SCHEDULES = ("static", "dynamic")
 # How long one help_step() steps envs: long beside the cost of a call from Python, short beside a
 # policy's latency (a caller whose results arrive meanwhile is late by at most this, plus a chunk).
 HELP_BUDGET_NS = 20_000
@@ -29,10 +29,6 @@ MAX_THREADS = 1024
 
 def check_threads(num_threads) -> int:
     return check_integer(num_threads, "max_num_threads", 0, MAX_THREADS)
-
-
-def check_schedule(schedule) -> str:
-    return check_choice(schedule, "schedule", SCHEDULES)
 
 
 def is_native_env(creator) -> bool:
@@ -130,7 +126,7 @@ class NativeEnv(PufferEnv):
         **params,
     ):
         info = self.describe()
-        num_envs = check_integer(num_envs, "num_envs", 1)
+        num_envs = check_num_envs(num_envs)
         if env_params is not None:
             if params:
                 raise APIUsageError("pass parameters either as keywords or as env_params, not both")
@@ -150,9 +146,7 @@ class NativeEnv(PufferEnv):
         num_threads = check_threads(num_threads)
         schedule = check_schedule(schedule)
         pin_threads = check_bool(pin_threads, "pin_threads")
-        num_buffers = check_integer(num_buffers, "num_buffers", 1)
-        if num_envs % num_buffers:
-            raise APIUsageError(f"num_buffers must divide num_envs ({num_envs}), got {num_buffers}")
+        num_buffers = check_num_buffers(num_buffers, num_envs)
         self._check_stepping(num_threads, num_buffers)
         self.num_envs = num_envs
         # The spec of this vector: its layout and shared state may depend on the parameters.

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from ... import cpus
 from ...errors import APIUsageError
-from ...validation import check_integer
+from ...validation import check_integer, check_num_envs
 
 #: make()'s options for splitting envs over workers, with their defaults (PufferLib 3.0's)
 WORKER_OPTIONS = {"num_workers": None, "batch_size": None, "zero_copy": True, "sync_traj": True, "overwork": False}
@@ -41,8 +41,11 @@ def worker_layout(
     overwork: bool = False,
     limit_to_cores: bool = True,
 ) -> WorkerLayout:
-    """Validates the worker/batch layout with PufferLib 3.0's rules; errors name the numbers."""
-    num_envs = check_integer(num_envs, "num_envs", 1)
+    """Validates the worker/batch layout with PufferLib 3.0's rules; errors name the numbers.
+
+    These rules are Multiprocessing's and Ray's in the option table (backends/options.py), worded
+    only here: make() exports this function to check a layout without building anything."""
+    num_envs = check_num_envs(num_envs)
     cores = cpus.physical_cores()
     if num_workers is None or num_workers == "auto":
         num_workers = min(cores, num_envs)
