@@ -1,31 +1,31 @@
 """shoal._native.CudaCopier over the CUDA driver's API, on any machine: a stand-in libcuda.so.1
-(fake_cuda_driver.c, host memory for device memory) is loaded in a fresh process in the driver's place,
-and checks that every call comes with the device's context current and leaves nothing behind."""
+(fake_cuda_driver.c, host memory for device memory, queued work run when an event is asked; tests/fake_cuda.py)
+is found by name in a fresh process in the driver's place, and checks that every call comes with the device's
+context current and leaves nothing behind. tests/test_handoff.py loads the same stand-in by path."""
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
+import fake_cuda
 import pytest
 
 HERE = Path(__file__).resolve().parent
 
 CHECKS = textwrap.dedent(
     """
-    import ctypes, gc, os, sys
+    import gc, sys
     import numpy as np
-    fake = ctypes.CDLL(os.path.join(os.environ["LD_LIBRARY_PATH"], "libcuda.so.1"))
+    sys.path.insert(0, sys.argv[1])  # the tests' folder
+    import fake_cuda
     from shoal import _native
 
-    def state():
-        out = (ctypes.c_longlong * 5)()
-        fake.fake_cuda_state(out)
-        return dict(zip(("pushed", "events", "retained", "copies", "stream"), out))
+    fake = fake_cuda.stand_in(fake_cuda.on_library_path())
+    state = fake.state
 
     try:
         _native.CudaCopier(3)
@@ -36,7 +36,6 @@ CHECKS = textwrap.dedent(
     assert state()["retained"] == 0
 
     copier = _native.CudaCopier(0)
-    assert not copier.simulated
     address = lambda a: a.__array_interface__["data"][0]
     column, stage = np.arange(6, dtype=np.float32), np.zeros(6, np.float32)
     device = np.zeros(6, np.float32)  # device memory is host memory here
@@ -44,17 +43,23 @@ CHECKS = textwrap.dedent(
     copied = copier.new_event()
     copier.upload(plan, 0x5000)
     copied.record(0x5000)
-    assert copied.query()
-    copied.synchronize()
+    assert fake.pending() == 2 and not device.any()  # queued: the copy, then the record
+    assert not copied.query() and fake.pending() == 1  # a query runs one item: the copy
     np.testing.assert_array_equal(device, column)
+    assert copied.query() and fake.pending() == 0
+    copied.record(0x5000)
+    copied.synchronize()
+    assert copied.query()
     host = np.zeros(6, np.float32)
     copier.device_to_host(address(host), address(device), 24, 0x6000)
+    fake.launch(lambda: host.__setitem__(0, 7))  # a kernel: it runs after the copy
+    assert not host.any() and fake.pending() == 2
     copier.synchronize_device()
-    np.testing.assert_array_equal(host, column)
+    np.testing.assert_array_equal(host, [7, *column[1:]])
+    assert fake.pending() == 0
     assert state() == {"pushed": 0, "events": 1, "retained": 1, "copies": 2, "stream": 0x6000}, state()
 
-    sys.path.insert(0, sys.argv[1])  # the tests' folder: the hand-off's rollout over this driver
-    import test_handoff
+    import test_handoff  # the hand-off's rollout over this driver
     from shoal.envs import CartPole
     from shoal.vector import make
     options = {"num_envs": 16, "batch_size": 8, "max_num_threads": 2}
@@ -77,26 +82,9 @@ CHECKS = textwrap.dedent(
 
 @pytest.fixture(scope="module")
 def fake_driver(tmp_path_factory) -> Path:
-    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    if compiler is None:
-        pytest.skip("no C compiler to build the stand-in driver")
-    folder = tmp_path_factory.mktemp("fake_cuda")
-    library = folder / "libcuda.so.1"
-    subprocess.run(
-        [
-            compiler,
-            "-std=c11",
-            "-shared",
-            "-fPIC",
-            "-O1",
-            "-Wl,-soname,libcuda.so.1",
-            "-o",
-            str(library),
-            str(HERE / "fake_cuda_driver.c"),
-        ],
-        check=True,
-    )
-    return folder
+    if fake_cuda.unavailable():
+        pytest.skip(fake_cuda.unavailable())
+    return fake_cuda.build(tmp_path_factory.mktemp("fake_cuda")).parent
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the stand-in is a Linux shared library")

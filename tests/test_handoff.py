@@ -11,6 +11,7 @@ import tracemalloc
 import warnings
 from collections import deque
 
+import fake_cuda
 import numpy as np
 import pytest
 
@@ -107,7 +108,7 @@ def test_synchronous_pair_returns_tensors_on_the_device(device):
 
 @pytest.mark.parametrize("device", [*DEVICES, "simulated-driver"])
 def test_no_allocation_per_step(device):
-    # "simulated-driver": the CUDA protocol through shoal's native copier, on its simulated device
+    # "simulated-driver": the CUDA protocol through shoal's native copier, over the stand-in driver
     simulated = device == "simulated-driver"
     with make(
         CartPole, backend="Multithreading", num_envs=64, batch_size=32, seed=0, device="cpu" if simulated else device
@@ -339,7 +340,7 @@ def test_the_copies_variable_takes_driver_or_torch(monkeypatch):
 def test_without_the_cuda_driver_the_copies_go_through_torch(monkeypatch):
     import shoal.handoff.torch_vector as torch_vector
 
-    def no_driver(device, simulated=False):
+    def no_driver(device, driver=""):
         raise RuntimeError("libcuda.so.1: cannot open shared object file")
 
     made = []
@@ -400,7 +401,9 @@ def test_views_of_one_allocation_share_one_registration():
 # A GPU runs queued work later, in order. Here the queue runs only when the host waits on an event (one
 # item per query, all up to the event on synchronize), and the trainer's kernels are queued the same
 # way. Were the envs to write a host buffer before the copies out of it ran, or the actions to go to
-# the envs before their copy ran, the kernels would see other values than the numpy path's.
+# the envs before their copy ran, the kernels would see other values than the numpy path's. The native
+# copier's device is the stand-in CUDA driver (tests/fake_cuda.py), the one model of a device; torch's
+# primitives (the fallback's) are simulated below over the same rules.
 
 
 class SimulatedStream:
@@ -481,19 +484,24 @@ def on_the_host(copies_class, queued):
 def simulated_copies(engine: str, step_while_waiting):
     """shoal's CUDA protocol over CPU tensors on a simulated device, and how a test queues a kernel
     there: ``engine`` "torch" (_CudaCopies, its torch primitives simulated in Python), "driver"
-    (_DriverCopies over shoal._native's simulated device) or "loaded-driver" (_DriverCopies over the
-    libcuda.so.1 this process loads: tests/test_cuda_driver.py's stand-in, whose copies run at once)."""
+    (_DriverCopies over the stand-in CUDA driver, loaded by path) or "loaded-driver" (_DriverCopies over
+    the libcuda.so.1 this process finds: tests/test_cuda_driver.py's stand-in, on LD_LIBRARY_PATH)."""
     from shoal import _native
     from shoal.handoff.torch_vector import _CudaCopies, _DriverCopies
 
     if engine in ("driver", "loaded-driver"):
-        simulated = engine == "driver"
-        copier = _native.CudaCopier(0, simulated=simulated)
-        queued = copier.pending_simulated if simulated else lambda: 0
-        copies = on_the_host(_DriverCopies, queued)(torch, torch.device("cpu"), step_while_waiting, copier)
+        if engine == "driver":
+            if fake_cuda.unavailable():
+                pytest.skip(fake_cuda.unavailable())
+            path = fake_cuda.fake_driver_path()
+            copier = _native.CudaCopier(0, driver=str(path))
+        else:
+            path = fake_cuda.on_library_path()
+            copier = _native.CudaCopier(0)
+        device = fake_cuda.stand_in(path)
+        copies = on_the_host(_DriverCopies, device.pending)(torch, torch.device("cpu"), step_while_waiting, copier)
         copies.stream = lambda: 0x5000  # a stream handle the driver passes on
-        launch = copier.launch_simulated if simulated else lambda kernel: kernel()
-        return copies, launch, queued
+        return copies, device.launch, device.pending
     stream = SimulatedStream()
 
     class Simulated(on_the_host(_CudaCopies, lambda: stream.queue)):
@@ -627,7 +635,7 @@ def test_action_tensors_of_every_dtype_and_layout_are_taken_alike_on_cpu_and_cud
     actions of a Box space as float32 (bfloat16 included), sparse ones densified, lazily negated or
     conjugated views resolved; a form the envs cannot take is refused by both with the same error."""
     on_cpu = sent_actions(space, form, "cpu")
-    for engine in ("torch", "driver"):
+    for engine in ("torch",) if fake_cuda.unavailable() else ("torch", "driver"):
         on_cuda = sent_actions(space, form, engine)
         if isinstance(on_cpu, str):
             assert on_cuda == on_cpu, engine

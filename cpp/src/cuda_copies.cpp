@@ -6,27 +6,22 @@
 // loop's bottleneck when the policy is launch-bound. Here a batch's gather and copies are one call
 // and an event's record, query or wait another, each a few driver calls.
 //
-// The "simulated" device (tests, every machine): device pointers are host memory; the work queued on
-// any stream runs later, in order: one item per event query, all of it up to an event on its
-// synchronize (as tests/test_handoff.py's simulated stream), so a protocol that let the host reuse
-// memory before its copy ran would show other values than the numpy path's.
+// The driver library is the platform's (libcuda.so.1, nvcuda.dll) unless the caller names one: the tests
+// load tests/fake_cuda_driver.c, a stand-in whose device memory is host memory and whose queued work runs
+// only when the host asks an event (their one model of a device, on every machine).
 #include "cuda_copies.hpp"
 
 #include <pybind11/stl.h>
 
 #include <cstdint>
 #include <cstring>
-#include <deque>
-#include <functional>
 #include <memory>
-#include <optional>
 #include <stdexcept>
 #include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
 
-#include "shoal/errors.hpp"
 #include "shoal/platform/library.hpp"
 
 namespace py = pybind11;
@@ -47,37 +42,23 @@ constexpr unsigned kEventDisableTiming = 2;  // CU_EVENT_DISABLE_TIMING
 /// (destination, source, bytes): host or device addresses as the caller's tensors give them.
 using Copy = std::tuple<uintptr_t, uintptr_t, size_t>;
 
-/// One device's copies and events: the driver's, or the simulated one's.
-class Device {
-public:
-    virtual ~Device() = default;
-    virtual void host_to_device(const Copy& copy, uintptr_t stream) = 0;
-    virtual void device_to_host(const Copy& copy, uintptr_t stream) = 0;
-    virtual CUevent new_event() = 0;
-    virtual void destroy_event(CUevent event) noexcept = 0;
-    virtual void record(CUevent event, uintptr_t stream) = 0;
-    virtual bool query(CUevent event) = 0;
-    virtual void synchronize(CUevent event) = 0;
-    virtual void synchronize_device() = 0;
-    virtual bool simulated() const noexcept { return false; }
-};
-
 /// The CUDA driver (libcuda), its device's primary context (the one the runtime and torch use)
 /// made current around each call, so that any thread and any current device may call.
-class DriverDevice final : public Device {
+class DriverDevice final {
 public:
-    explicit DriverDevice(int ordinal) {
+    DriverDevice(int ordinal, const std::string& driver) {
 #if defined(SHOAL_OS_WINDOWS)
-        const char* name = "nvcuda.dll";
+        const char* platform = "nvcuda.dll";
 #elif defined(SHOAL_OS_LINUX)
-        const char* name = "libcuda.so.1";
+        const char* platform = "libcuda.so.1";
 #else
-        const char* name = nullptr;
+        const char* platform = nullptr;
 #endif
-        if (name == nullptr) throw std::runtime_error("no CUDA driver on this operating system");
+        if (driver.empty() && platform == nullptr) throw std::runtime_error("no CUDA driver on this operating system");
+        const std::string name = driver.empty() ? std::string(platform) : driver;
         std::string error;
         library_ = shoal::platform::open_library(name, &error);
-        if (library_ == nullptr) throw std::runtime_error(std::string(name) + ": " + error);
+        if (library_ == nullptr) throw std::runtime_error(name + ": " + error);
         bind(init_, "cuInit");
         bind(device_get_, "cuDeviceGet");
         bind(retain_, "cuDevicePrimaryCtxRetain");
@@ -98,28 +79,28 @@ public:
         check(retain_(&context_, device_), "cuDevicePrimaryCtxRetain");
     }
 
-    ~DriverDevice() override { release_(device_); }  // the library stays loaded: the process uses it
+    ~DriverDevice() { release_(device_); }  // the library stays loaded: the process uses it
 
-    void host_to_device(const Copy& c, uintptr_t stream) override {
+    void host_to_device(const Copy& c, uintptr_t stream) {
         Current current(*this);
         check(htod_(std::get<0>(c), reinterpret_cast<const void*>(std::get<1>(c)), std::get<2>(c), as_stream(stream)),
               "cuMemcpyHtoDAsync");
     }
 
-    void device_to_host(const Copy& c, uintptr_t stream) override {
+    void device_to_host(const Copy& c, uintptr_t stream) {
         Current current(*this);
         check(dtoh_(reinterpret_cast<void*>(std::get<0>(c)), std::get<1>(c), std::get<2>(c), as_stream(stream)),
               "cuMemcpyDtoHAsync");
     }
 
-    CUevent new_event() override {
+    CUevent new_event() {
         Current current(*this);
         CUevent event = nullptr;
         check(event_create_(&event, kEventDisableTiming), "cuEventCreate");
         return event;
     }
 
-    void destroy_event(CUevent event) noexcept override {
+    void destroy_event(CUevent event) noexcept {
         // At interpreter exit the driver may be shut down already: nothing is left to free then.
         if (push_(context_) != kSuccess) return;
         event_destroy_(event);
@@ -127,12 +108,12 @@ public:
         pop_(&popped);
     }
 
-    void record(CUevent event, uintptr_t stream) override {
+    void record(CUevent event, uintptr_t stream) {
         Current current(*this);
         check(event_record_(event, as_stream(stream)), "cuEventRecord");
     }
 
-    bool query(CUevent event) override {
+    bool query(CUevent event) {
         Current current(*this);
         const CUresult result = event_query_(event);
         if (result == kNotReady) return false;
@@ -140,12 +121,12 @@ public:
         return true;
     }
 
-    void synchronize(CUevent event) override {
+    void synchronize(CUevent event) {
         Current current(*this);
         check(event_synchronize_(event), "cuEventSynchronize");
     }
 
-    void synchronize_device() override {
+    void synchronize_device() {
         Current current(*this);
         check(context_synchronize_(), "cuCtxSynchronize");
     }
@@ -198,79 +179,11 @@ private:
     CUresult (*error_string_)(CUresult, const char**) = nullptr;
 };
 
-/// A device whose memory is the host's and whose one queue runs only when the host asks an event.
-/// Python callables can be queued too (a test's "kernels"); it never releases the GIL.
-class SimulatedDevice final : public Device {
-public:
-    void host_to_device(const Copy& c, uintptr_t) override { queue_copy(c); }
-    void device_to_host(const Copy& c, uintptr_t) override { queue_copy(c); }
-
-    CUevent new_event() override { return new unsigned(0); }  // the records it has not reached yet
-    void destroy_event(CUevent event) noexcept override { delete static_cast<unsigned*>(event); }
-
-    void record(CUevent event, uintptr_t) override {
-        auto* unreached = static_cast<unsigned*>(event);
-        ++*unreached;
-        queue_.push_back([unreached] { --*unreached; });
-    }
-
-    bool query(CUevent event) override {
-        run_one();
-        return *static_cast<unsigned*>(event) == 0;
-    }
-
-    void synchronize(CUevent event) override {
-        while (*static_cast<unsigned*>(event) != 0)
-            if (!run_one()) throw std::logic_error("simulated device: an event recorded on no queue");
-    }
-
-    void synchronize_device() override {
-        while (run_one()) {
-        }
-    }
-
-    bool simulated() const noexcept override { return true; }
-
-    void launch(py::function work) {
-        queue_.push_back([work = std::move(work)] { work(); });
-    }
-
-    size_t pending() const noexcept { return queue_.size(); }
-
-private:
-    void queue_copy(const Copy& c) {
-        queue_.push_back([c] {
-            std::memcpy(reinterpret_cast<void*>(std::get<0>(c)), reinterpret_cast<const void*>(std::get<1>(c)),
-                        std::get<2>(c));
-        });
-    }
-
-    bool run_one() {
-        if (queue_.empty()) return false;
-        auto work = std::move(queue_.front());
-        queue_.pop_front();
-        work();
-        return true;
-    }
-
-    std::deque<std::function<void()>> queue_;
-};
-
-/// The GIL released around a call to a real device (it may wait for the GPU); kept for a simulated one.
-class ReleaseForDevice {
-public:
-    explicit ReleaseForDevice(const Device& device) {
-        if (!device.simulated()) release_.emplace();
-    }
-
-private:
-    std::optional<py::gil_scoped_release> release_;
-};
-
 /// An event of a CudaCopier's device.
 class CudaEvent {
 public:
-    explicit CudaEvent(std::shared_ptr<Device> device) : device_(std::move(device)), event_(device_->new_event()) {}
+    explicit CudaEvent(std::shared_ptr<DriverDevice> device)
+        : device_(std::move(device)), event_(device_->new_event()) {}
     ~CudaEvent() { device_->destroy_event(event_); }
     CudaEvent(const CudaEvent&) = delete;
     CudaEvent& operator=(const CudaEvent&) = delete;
@@ -278,12 +191,12 @@ public:
     void record(uintptr_t stream) { device_->record(event_, stream); }
     bool query() { return device_->query(event_); }
     void synchronize() {
-        ReleaseForDevice release(*device_);
+        py::gil_scoped_release release;  // it may wait for the GPU
         device_->synchronize(event_);
     }
 
 private:
-    std::shared_ptr<Device> device_;
+    std::shared_ptr<DriverDevice> device_;
     CUevent event_;
 };
 
@@ -296,14 +209,12 @@ struct UploadPlan {
 
 class CudaCopier {
 public:
-    CudaCopier(int device, bool simulated)
-        : device_(simulated ? std::shared_ptr<Device>(std::make_shared<SimulatedDevice>())
-                            : std::shared_ptr<Device>(std::make_shared<DriverDevice>(device))) {}
+    CudaCopier(int device, const std::string& driver) : device_(std::make_shared<DriverDevice>(device, driver)) {}
 
     std::unique_ptr<CudaEvent> new_event() { return std::make_unique<CudaEvent>(device_); }
 
     void upload(const UploadPlan& plan, uintptr_t stream) {
-        ReleaseForDevice release(*device_);
+        py::gil_scoped_release release;
         for (const Copy& g : plan.gathers)
             std::memcpy(reinterpret_cast<void*>(std::get<0>(g)), reinterpret_cast<const void*>(std::get<1>(g)),
                         std::get<2>(g));
@@ -319,26 +230,12 @@ public:
     }
 
     void synchronize_device() {
-        ReleaseForDevice release(*device_);
+        py::gil_scoped_release release;
         device_->synchronize_device();
     }
 
-    bool simulated() const noexcept { return device_->simulated(); }
-
-    void launch_simulated(py::function work) {
-        auto* simulated = dynamic_cast<SimulatedDevice*>(device_.get());
-        if (simulated == nullptr) throw shoal::UsageError("launch_simulated: this copier drives a real device");
-        simulated->launch(std::move(work));
-    }
-
-    size_t pending_simulated() const {
-        auto* simulated = dynamic_cast<const SimulatedDevice*>(device_.get());
-        if (simulated == nullptr) throw shoal::UsageError("pending_simulated: this copier drives a real device");
-        return simulated->pending();
-    }
-
 private:
-    std::shared_ptr<Device> device_;
+    std::shared_ptr<DriverDevice> device_;
 };
 
 }  // namespace
@@ -354,10 +251,10 @@ void register_cuda_copies(py::module_& m) {
         .def("query", &CudaEvent::query, "True once the work before its last record is done.")
         .def("synchronize", &CudaEvent::synchronize, "Waits (GIL released) for the work before its last record.");
     py::class_<CudaCopier>(m, "CudaCopier",
-                           "Host<->device copies and events through the CUDA driver (loaded at run time), or a "
-                           "simulated device whose memory is the host's. Addresses and streams are integers "
-                           "(tensor.data_ptr(), stream.cuda_stream).")
-        .def(py::init<int, bool>(), py::arg("device"), py::arg("simulated") = false,
+                           "Host<->device copies and events through the CUDA driver (loaded at run time). Addresses "
+                           "and streams are integers (tensor.data_ptr(), stream.cuda_stream).")
+        .def(py::init<int, const std::string&>(), py::arg("device"), py::arg("driver") = "",
+             "`driver`: the driver library to load (default the platform's: libcuda.so.1, nvcuda.dll). "
              "RuntimeError, saying why, where the driver cannot be loaded or the device used.")
         .def("new_event", &CudaCopier::new_event)
         .def("upload", &CudaCopier::upload, py::arg("plan"), py::arg("stream"),
@@ -367,10 +264,5 @@ void register_cuda_copies(py::module_& m) {
         .def("device_to_host", &CudaCopier::device_to_host, py::arg("destination"), py::arg("source"), py::arg("bytes"),
              py::arg("stream"))
         .def("synchronize_device", &CudaCopier::synchronize_device,
-             "Waits (GIL released) until the device has no work left.")
-        .def_property_readonly("simulated", &CudaCopier::simulated)
-        .def("launch_simulated", &CudaCopier::launch_simulated, py::arg("work"),
-             "Simulated device only: queues a Python callable (a test's kernel) behind the queued work.")
-        .def("pending_simulated", &CudaCopier::pending_simulated,
-             "Simulated device only: how many items of work are queued and not run yet.");
+             "Waits (GIL released) until the device has no work left.");
 }

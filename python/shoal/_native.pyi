@@ -153,26 +153,18 @@ class CudaEvent:
         """
 class CudaCopier:
     """
-    Host<->device copies and events through the CUDA driver (loaded at run time), or a simulated device whose memory is the host's. Addresses and streams are integers (tensor.data_ptr(), stream.cuda_stream).
+    Host<->device copies and events through the CUDA driver (loaded at run time). Addresses and streams are integers (tensor.data_ptr(), stream.cuda_stream).
     """
-    def __init__(self, device: typing.SupportsInt | typing.SupportsIndex, simulated: bool = False) -> None:
+    def __init__(self, device: typing.SupportsInt | typing.SupportsIndex, driver: str = '') -> None:
         """
-        RuntimeError, saying why, where the driver cannot be loaded or the device used.
+        `driver`: the driver library to load (default the platform's: libcuda.so.1, nvcuda.dll). RuntimeError, saying why, where the driver cannot be loaded or the device used.
         """
     def device_to_host(self, destination: typing.SupportsInt | typing.SupportsIndex, source: typing.SupportsInt | typing.SupportsIndex, bytes: typing.SupportsInt | typing.SupportsIndex, stream: typing.SupportsInt | typing.SupportsIndex) -> None:
         ...
     def host_to_device(self, destination: typing.SupportsInt | typing.SupportsIndex, source: typing.SupportsInt | typing.SupportsIndex, bytes: typing.SupportsInt | typing.SupportsIndex, stream: typing.SupportsInt | typing.SupportsIndex) -> None:
         ...
-    def launch_simulated(self, work: collections.abc.Callable) -> None:
-        """
-        Simulated device only: queues a Python callable (a test's kernel) behind the queued work.
-        """
     def new_event(self) -> CudaEvent:
         ...
-    def pending_simulated(self) -> int:
-        """
-        Simulated device only: how many items of work are queued and not run yet.
-        """
     def synchronize_device(self) -> None:
         """
         Waits (GIL released) until the device has no work left.
@@ -181,9 +173,6 @@ class CudaCopier:
         """
         A plan's gathers, then its copies queued on `stream`.
         """
-    @property
-    def simulated(self) -> bool:
-        ...
 def bundled_names() -> list[str]:
     """
     Names of the bundled envs.
