@@ -65,16 +65,15 @@ auto with_signals(Call&& call) {
     return result;
 }
 
-/// The return codes of the Python face: 0 = stepped or queued, -1 = convert first, -2 = out of range.
-int64_t action_code(shoal::ActionCheck check) {
-    return check == shoal::ActionCheck::Ready ? 0 : check == shoal::ActionCheck::NeedsConversion ? -1 : -2;
-}
-
 /// A shoal::Vector over numpy buffers, with what must outlive it: the spec and the arrays.
 struct BoundVector {
     Spec spec;
     std::vector<py::array> arrays;  // the caller's buffers, alive as long as the envs write them
     shoal::Vector core;
+    // The caller's side of the action rule (spaces.py's ActionChecker of a send's rows): converted()
+    // turns actions of another form into the native one (or raises the precise APIUsageError), and
+    // refusal() words the error of actions the core refused. None: actions must be in the native form.
+    py::object checker = py::none();
 
     BoundVector(Spec s, size_t num_envs, ParamMatrix params, int32_t max_episode_steps, py::array observations,
                 py::array final_observations, py::array actions, py::array rewards, py::array terminals,
@@ -104,6 +103,40 @@ struct BoundVector {
         return b;
     }
 };
+
+/// numpy.ndarray: only arrays of exactly this type are read in place (a subclass, a list or a tensor
+/// is converted by the checker, as Python's `type(actions) is np.ndarray` would decide).
+PyTypeObject* ndarray_type() {
+    static PyTypeObject* const type =
+        reinterpret_cast<PyTypeObject*>(py::object(py::module_::import("numpy").attr("ndarray")).release().ptr());
+    return type;
+}
+
+/// A send's actions as the core checks them: the caller's array when it is in the native form, else
+/// the checker's conversion (checked and converted in Python: `checked` is set), held in `held`.
+shoal::ActionArray send_actions(BoundVector& v, const py::object& actions, py::object& held, bool& checked) {
+    if (Py_TYPE(actions.ptr()) == ndarray_type()) {
+        const shoal::ActionArray view = action_array(py::reinterpret_borrow<py::array>(actions));
+        if (v.core.native_form(view, v.core.rows_per_send()) || v.checker.is_none()) return view;
+    } else if (v.checker.is_none()) {
+        throw UsageError("actions must be a numpy array");
+    }
+    held = v.checker.attr("converted")(actions);
+    if (Py_TYPE(held.ptr()) != ndarray_type()) throw UsageError("the action checker's conversion is not an ndarray");
+    checked = true;
+    return action_array(py::reinterpret_borrow<py::array>(held));
+}
+
+/// Raises the APIUsageError of actions the core refused, in the checker's words (the one text of
+/// each action error, shared with the Python backends); the core's own message without a checker.
+[[noreturn]] void raise_refusal(const BoundVector& v, const py::object& actions, const shoal::ActionsRefused& e) {
+    if (v.checker.is_none()) throw UsageError(e.what());
+    const py::object index =
+        e.where.index == shoal::ActionRefusal::kLayout ? py::object(py::none()) : py::object(py::int_(e.where.index));
+    const py::object error = v.checker.attr("refusal")(actions, index, e.where.count);
+    PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(error.ptr())), error.ptr());
+    throw py::error_already_set();
+}
 
 BoundVector* make_vector(Spec spec, size_t num_envs, ParamMatrix params, int32_t max_episode_steps,
                          py::array observations, py::array final_observations, py::array actions, py::array rewards,
@@ -180,24 +213,43 @@ void bind_vector(py::module_& m) {
             "Steps every env once with the actions in the buffer (GIL released); returns episodes ended.")
         .def(
             "step_actions",
-            [](V& v, const py::array& actions) -> int64_t {
-                const shoal::ActionArray view = action_array(actions);
-                const shoal::StepResult result =
-                    with_signals([&](auto ask, void* context) { return v.core.step(view, ask, context); });
-                return result.actions == shoal::ActionCheck::Ready ? int64_t(result.episodes)
-                                                                   : action_code(result.actions);
+            [](V& v, const py::object& actions) -> uint64_t {
+                py::object held;
+                bool checked = false;
+                const shoal::ActionArray view = send_actions(v, actions, held, checked);
+                try {
+                    return with_signals(
+                               [&](auto ask, void* context) { return v.core.step(view, ask, context, checked); })
+                        .episodes;
+                } catch (const shoal::ActionsRefused& e) {
+                    raise_refusal(v, held ? held : actions, e);
+                }
             },
             py::arg("actions"),
-            "Checks and copies int32 or int64 (float32 for a box) actions of the exact layout, then steps; "
-            "-1/-2 = use the Python path (other dtype or layout / a value the rule refuses or clips).")
+            "Checks and copies the actions, then steps every env (GIL released); returns episodes ended. "
+            "int32 or int64 (float32 for a box) actions in native byte order, C-contiguous, of the exact shape "
+            "are read in place; others are converted by action_checker first. Raises APIUsageError (nothing "
+            "stepped) for actions the rule refuses.")
         .def(
             "submit",
-            [](V& v, size_t b, const py::array& a, bool checked) {
-                return action_code(v.core.submit(b, action_array(a), checked));
+            [](V& v, size_t b, const py::object& actions) {
+                py::object held;
+                bool checked = false;
+                const shoal::ActionArray view = send_actions(v, actions, held, checked);
+                try {
+                    (void)v.core.submit(b, view, checked);
+                } catch (const shoal::ActionsRefused& e) {
+                    raise_refusal(v, held ? held : actions, e);
+                }
             },
-            py::arg("buffer"), py::arg("actions"), py::arg("checked") = false,
-            "Pipelined: queues a buffer's step and returns at once; -1/-2 = use the Python check. checked: "
-            "the values passed the Python check already (only the layout is checked).")
+            py::arg("buffer"), py::arg("actions"),
+            "Pipelined: checks and copies a buffer's actions as step_actions does, queues its step and returns "
+            "at once.")
+        .def_property(
+            "action_checker", [](const V& v) { return v.checker; },
+            [](V& v, py::object checker) { v.checker = std::move(checker); },
+            "The caller's side of the action rule (spaces.ActionChecker of a send's rows): converted(actions) "
+            "for actions of another form, refusal(actions, index, count) for the error of refused ones.")
         .def(
             "wait",
             [](V& v, size_t b) {
@@ -220,8 +272,7 @@ void bind_vector(py::module_& m) {
             },
             [](V& v, const std::string& name) { v.core.set_box_actions(shoal::parse_box_actions(name)); },
             "What Box actions outside the bounds do: 'pass' (to the envs as given), 'strict' (refused: "
-            "step_actions and submit answer -2 and the Python check names them) or 'clip' (-2 as well: the "
-            "Python path clips them).")
+            "step_actions and submit raise APIUsageError) or 'clip' (clipped to the bounds as they are copied).")
         .def_property_readonly(
             "num_buffers", [](const V& v) { return v.core.num_buffers(); }, "Buffers the envs form (1: not pipelined).")
         .def("collect_log", &collect_log, py::arg("begin"), py::arg("end"),

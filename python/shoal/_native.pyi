@@ -94,22 +94,30 @@ class Vector:
         """
         Steps every env once with the actions in the buffer (GIL released); returns episodes ended.
         """
-    def step_actions(self, actions: numpy.ndarray) -> int:
+    def step_actions(self, actions: typing.Any) -> int:
         """
-        Checks and copies int32 or int64 (float32 for a box) actions of the exact layout, then steps; -1/-2 = use the Python path (other dtype or layout / a value the rule refuses or clips).
+        Checks and copies the actions, then steps every env (GIL released); returns episodes ended. int32 or int64 (float32 for a box) actions in native byte order, C-contiguous, of the exact shape are read in place; others are converted by action_checker first. Raises APIUsageError (nothing stepped) for actions the rule refuses.
         """
-    def submit(self, buffer: typing.SupportsInt | typing.SupportsIndex, actions: numpy.ndarray, checked: bool = False) -> int:
+    def submit(self, buffer: typing.SupportsInt | typing.SupportsIndex, actions: typing.Any) -> None:
         """
-        Pipelined: queues a buffer's step and returns at once; -1/-2 = use the Python check. checked: the values passed the Python check already (only the layout is checked).
+        Pipelined: checks and copies a buffer's actions as step_actions does, queues its step and returns at once.
         """
     def wait(self, buffer: typing.SupportsInt | typing.SupportsIndex) -> int:
         """
         Pipelined: waits (GIL released) for a buffer's step; returns episodes ended.
         """
     @property
+    def action_checker(self) -> typing.Any:
+        """
+        The caller's side of the action rule (spaces.ActionChecker of a send's rows): converted(actions) for actions of another form, refusal(actions, index, count) for the error of refused ones.
+        """
+    @action_checker.setter
+    def action_checker(self, arg1: typing.Any) -> None:
+        ...
+    @property
     def box_actions(self) -> str:
         """
-        What Box actions outside the bounds do: 'pass' (to the envs as given), 'strict' (refused: step_actions and submit answer -2 and the Python check names them) or 'clip' (-2 as well: the Python path clips them).
+        What Box actions outside the bounds do: 'pass' (to the envs as given), 'strict' (refused: step_actions and submit raise APIUsageError) or 'clip' (clipped to the bounds as they are copied).
         """
     @box_actions.setter
     def box_actions(self, arg1: str) -> None:

@@ -86,9 +86,12 @@ class ActionChecker:
     ``box_actions`` deciding values outside the bounds: "pass" (the default) gives them to the env as
     they are, NaN and infinities included, as Gymnasium and PufferLib do; "clip" clips them to the
     bounds (NaN stays NaN, as np.clip leaves it); "strict" refuses them and NaN. bool, complex,
-    object and text dtypes are refused. Native vectors read native-endian, contiguous int32/float32
-    (and int64 integers, narrowed as they are copied) in place after their own check of the same rule (``shoal::Vector::check_actions``, with the loops
-    of shoal/actions.hpp); everything else comes here.
+    object and text dtypes are refused.
+
+    Native vectors enforce the rule themselves on actions in their native form (native-endian,
+    C-contiguous int32 or int64, float32 for a box, of the exact shape: shoal/actions.hpp, in one
+    pass that checks and copies) and raise the error in this checker's words (``refusal``, the one
+    text of each action error); every other form comes here first (``converted``).
     """
 
     def __init__(self, space: spaces.Space, rows: int, box_actions: str = "pass"):
@@ -116,10 +119,7 @@ class ActionChecker:
                 return actions
         actions = self._as_array(actions)
         if actions.shape != self.shape:
-            raise APIUsageError(
-                f"actions have shape {actions.shape}, expected {self.shape} "
-                f"(agents_per_batch={self.shape[0]}, action space {self.space}): pass one row per agent"
-            )
+            raise self._wrong_shape(actions)
         if self.dtype.kind == "i":
             self._check_integers(actions)
             return actions
@@ -130,6 +130,42 @@ class ActionChecker:
         out = np.empty(self.shape, self.dtype)
         np.copyto(out, self(actions), casting="unsafe")
         return out
+
+    def refusal(self, actions: np.ndarray, index: int | None, count: int) -> APIUsageError:
+        """The error of ``actions`` a native vector refused: its value at flat (row-major) ``index``
+        is the first of ``count`` the rule refuses; ``index`` None: their form (shape, dtype)."""
+        if index is None:
+            try:
+                self(actions)
+            except APIUsageError as error:
+                return error
+            return APIUsageError(f"actions of dtype {actions.dtype} and shape {actions.shape} are not in a native form")
+        where = tuple(int(i) for i in np.unravel_index(index, actions.shape))
+        if actions.dtype.kind in "iu":
+            return self._out_of_range(actions, where, count)
+        return self._outside_box(actions, where, count)
+
+    def _wrong_shape(self, actions: np.ndarray) -> APIUsageError:
+        return APIUsageError(
+            f"actions have shape {actions.shape}, expected {self.shape} "
+            f"(agents_per_batch={self.shape[0]}, action space {self.space}): pass one row per agent"
+        )
+
+    def _out_of_range(self, actions: np.ndarray, index: tuple, count: int) -> APIUsageError:
+        bound = self.upper if self.scalar_bound else int(self.upper[index[1:]])
+        return APIUsageError(
+            f"action {actions[index]!s} at {_where(index, self.scalar_bound)} is out of range for "
+            f"{self.space} (dtype {actions.dtype}; {count} value(s) out of range): "
+            f"actions must be integers in [0, {bound}); sample them from the action space, or "
+            "clip the policy's output to it"
+        )
+
+    def _outside_box(self, actions: np.ndarray, index: tuple, count: int) -> APIUsageError:
+        bounds = f"[{self.low[index[1:]]:.7g}, {self.high[index[1:]]:.7g}]"
+        return APIUsageError(
+            f"action {actions[index]!s} at {_where(index, False)} is outside {bounds} of {self.space} "
+            f"(dtype {actions.dtype}; {count} value(s) outside or NaN): {BOX_REMEDY}"
+        )
 
     @staticmethod
     def _as_array(actions) -> np.ndarray:
@@ -163,13 +199,7 @@ class ActionChecker:
         if not inside:
             outside = (actions < 0) | (actions >= self.upper)
             index = tuple(int(i) for i in np.argwhere(outside)[0])
-            bound = self.upper if self.scalar_bound else int(self.upper[index[1:]])
-            raise APIUsageError(
-                f"action {actions[index]!s} at {_where(index, self.scalar_bound)} is out of range for "
-                f"{self.space} (dtype {actions.dtype}; {int(outside.sum())} value(s) out of range): "
-                f"actions must be integers in [0, {bound}); sample them from the action space, or "
-                "clip the policy's output to it"
-            )
+            raise self._out_of_range(actions, index, int(outside.sum()))
 
     def _checked_floats(self, actions: np.ndarray) -> np.ndarray:
         if actions.dtype.kind not in "fiu":
@@ -185,11 +215,7 @@ class ActionChecker:
             inside = (actions >= self.low) & (actions <= self.high)
             if not inside.all():
                 index = tuple(int(i) for i in np.argwhere(~inside)[0])
-                bounds = f"[{self.low[index[1:]]:.7g}, {self.high[index[1:]]:.7g}]"
-                raise APIUsageError(
-                    f"action {actions[index]!s} at {_where(index, False)} is outside {bounds} of {self.space} "
-                    f"(dtype {actions.dtype}; {int((~inside).sum())} value(s) outside or NaN): {BOX_REMEDY}"
-                )
+                raise self._outside_box(actions, index, int((~inside).sum()))
         elif mode == "clip":
             actions = np.clip(actions, self.low, self.high)
         if actions.dtype.kind == "f" and actions.dtype.itemsize > 4:

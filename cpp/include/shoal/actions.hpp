@@ -1,18 +1,22 @@
-// shoal/actions.hpp — the native side of the one action rule (spaces.py's ActionChecker holds all of it).
+// shoal/actions.hpp — the native form of the one action rule.
 //
-// Integer actions (Discrete, MultiDiscrete) must lie in [0, n). Box actions go to the env as given by
-// default, as Gymnasium and PufferLib pass them (MuJoCo clamps its controls itself, and Gymnasium's
-// costs read the raw action); a vector may instead refuse values outside the bounds or NaN (Strict),
-// or clip them to the bounds (Clip). The native fast path only ever answers "these bytes can be
-// stepped as they are"; every other case goes to ActionChecker, which converts, clips or names the
-// offending value, its row and the remedy. Both the vector's check (vector.hpp) and the Discrete fast
-// path of Python envs (python_steps.cpp) use the loops below, so the rule has one native form.
+// Integer actions (Discrete, MultiDiscrete) must lie in [0, n) (per dimension for MultiDiscrete).
+// Box actions go to the env as given by default, as Gymnasium and PufferLib pass them (MuJoCo clamps
+// its controls itself, and Gymnasium's costs read the raw action); a vector may instead refuse values
+// outside the bounds or NaN (Strict), or clip them to the bounds (Clip). A native vector enforces the
+// rule here for every array it steps: int32/int64 (float32 for a box) in native byte order, C-contiguous,
+// of the exact shape, checked (or clipped) and copied in one pass, a refusal thrown as ActionsRefused
+// (where: the first offending value and how many there are), whose message the bindings have spaces.py
+// word (the one text of each action error). Other dtypes and layouts are converted first by
+// spaces.py's ActionChecker, which is also the rule of the Python backends. The vector's check
+// (vector.hpp) and the Discrete fast path of Python envs (python_steps.cpp) use the loops below.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <type_traits>
 
@@ -110,6 +114,96 @@ inline void copy_actions(unsigned char* target, const unsigned char* source, siz
     uint32_t outside = 0;
     for (size_t i = 0; i < count; ++i) outside += !((values[i] >= low) & (values[i] <= high));
     return outside == 0;
+}
+
+/// True if every (Multi)Discrete action of `rows` agent rows of `dims` values is in [0, nvec[d]) (nvec:
+/// the spec's, each in [1, 2^31)). One bound: ints_below; several: the same adds and ors with each
+/// dimension's shift, which the compiler vectorises along a row.
+template <class Int>
+[[nodiscard]] bool ints_below_each(const Int* values, size_t rows, size_t dims, const int32_t* nvec) noexcept {
+    if (dims == 1) return ints_below(values, rows, uint64_t(nvec[0]));
+    using Wide = std::conditional_t<(sizeof(Int) > 4), uint64_t, uint32_t>;
+    constexpr Wide top = Wide(1) << (8 * sizeof(Wide) - 1);
+    Wide seen = 0;
+    for (size_t row = 0; row < rows; ++row) {
+        const Int* r = values + row * dims;
+        for (size_t d = 0; d < dims; ++d) {
+            Wide u;
+            if constexpr (std::is_signed_v<Int>)
+                u = Wide(std::make_signed_t<Wide>(r[d]));
+            else
+                u = Wide(r[d]);
+            seen |= u | Wide(u + (top - Wide(nvec[d])));
+        }
+    }
+    return (seen & top) == 0;
+}
+
+/// True if every one of `rows` rows of `dims` floats lies in [lows[d], highs[d]] (NaN does not).
+[[nodiscard]] inline bool floats_inside_each(const float* values, size_t rows, size_t dims, const float* lows,
+                                             const float* highs) noexcept {
+    uint32_t outside = 0;
+    for (size_t row = 0; row < rows; ++row)
+        for (size_t d = 0; d < dims; ++d)
+            outside += !((values[row * dims + d] >= lows[d]) & (values[row * dims + d] <= highs[d]));
+    return outside == 0;
+}
+
+/// Where actions break the rule: the first offending value (its flat, row-major index) and how many do.
+struct ActionRefusal {
+    static constexpr size_t kLayout = std::numeric_limits<size_t>::max();  ///< index: the layout, not a value
+    size_t index = kLayout;
+    size_t count = 0;
+};
+
+/// Actions the rule refuses; nothing was stepped. `where` says which value, so that the caller can
+/// name it in its own words (the bindings: spaces.py's ActionChecker.refusal, the one text of the error).
+struct ActionsRefused : UsageError {
+    ActionRefusal where;
+    ActionsRefused(const std::string& what, ActionRefusal refusal) : UsageError(what), where(refusal) {}
+};
+
+/// The first integer of `rows` rows of `dims` outside [0, nvec[d]) and the count of those (the
+/// refusal's slow path: plain compares, after a fast loop said some value is outside).
+template <class Int>
+[[nodiscard]] ActionRefusal ints_refused(const Int* values, size_t rows, size_t dims, const int32_t* nvec) noexcept {
+    ActionRefusal refusal;
+    for (size_t i = 0; i < rows * dims; ++i) {
+        const Int value = values[i];
+        bool inside = uint64_t(value) < uint64_t(nvec[i % dims]);
+        if constexpr (std::is_signed_v<Int>) inside &= value >= 0;
+        if (inside) continue;
+        if (refusal.count++ == 0) refusal.index = i;
+    }
+    return refusal;
+}
+
+/// The first float of `rows` rows of `dims` outside [low, high] of its dimension, or NaN, and the count
+/// of those (`lows`/`highs`: per dimension, or null for the scalar bounds).
+[[nodiscard]] inline ActionRefusal floats_refused(const float* values, size_t rows, size_t dims, float low, float high,
+                                                  const float* lows, const float* highs) noexcept {
+    ActionRefusal refusal;
+    for (size_t i = 0; i < rows * dims; ++i) {
+        const float l = lows ? lows[i % dims] : low, h = highs ? highs[i % dims] : high;
+        if (values[i] >= l && values[i] <= h) continue;
+        if (refusal.count++ == 0) refusal.index = i;
+    }
+    return refusal;
+}
+
+/// Copies `rows` rows of `dims` floats clipped to their dimension's bounds, as np.clip does: NaN stays
+/// NaN, and max then min with numpy's comparisons (so -0.0 against a bound of 0.0 becomes 0.0).
+inline void clip_floats(float* target, const float* values, size_t rows, size_t dims, float low, float high,
+                        const float* lows, const float* highs) noexcept {
+    for (size_t i = 0; i < rows * dims; ++i) {
+        const float l = lows ? lows[i % dims] : low, h = highs ? highs[i % dims] : high;
+        float v = values[i];
+        if (v == v) {
+            v = v > l ? v : l;
+            v = v < h ? v : h;
+        }
+        target[i] = v;
+    }
 }
 
 }  // namespace shoal

@@ -286,7 +286,9 @@ public:
         if (!errors_) throw std::bad_alloc();
         validate_spec(spec);
         observation_bytes_ = observation_size(spec) * dtype_size(spec.obs_dtype);
-        if (num_envs == 0) throw UsageError("num_envs must be >= 1");
+        // An invariant, not the user-facing check: callers check num_envs first (NativeEnv with
+        // validation.check_integer); a direct caller of the core that breaks it is refused here.
+        if (num_envs == 0) throw UsageError("internal invariant broken: EnvArray needs at least one env");
         if (max_episode_steps < 0) throw UsageError("max_episode_steps must be >= 0");
         // Envs start on their own cache lines so two threads never write one line at a slice edge.
         alignment_ = std::max(spec.env_align, detail::kCacheLine);

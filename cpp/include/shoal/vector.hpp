@@ -3,7 +3,7 @@
 // A Vector owns the envs (EnvArray), the threads that step them (WorkerPool), the driver thread
 // of a pipelined vector (Pipeline), the stop request a Ctrl-C or a close() from another thread sets
 // (interrupt.hpp), the pacing that cuts a long synchronous step into pieces that can stop, the
-// episode counter of a step, the parallel log collection and the fast action check. It knows
+// episode counter of a step, the parallel log collection and the action rule (actions.hpp). It knows
 // nothing about Python: a caller that wants to be asked "stop?" while a step runs passes a
 // StopPoll::Ask, and a refusal after a stop is a UsageError carrying kStoppedMessage.
 //
@@ -41,7 +41,7 @@ struct VectorOptions {
     unsigned cpu_limit = 0;  ///< CPUs the process may use (a cgroup quota), 0 = its affinity mask (PoolOptions)
 };
 
-/// An action array as the fast check sees it (the bindings describe a numpy array with it).
+/// An action array as the vector's check sees it (the bindings describe a numpy array with it).
 struct ActionArray {
     const void* data = nullptr;
     char kind = 0;  ///< numpy's dtype kind: 'i' signed integer, 'f' floating point
@@ -55,17 +55,17 @@ struct ActionArray {
     [[nodiscard]] bool wide() const noexcept { return kind == 'i' && itemsize == 8; }
 };
 
-/// What the fast check found in an action array.
+/// What check_actions() found in an action array.
 enum class ActionCheck : uint8_t {
     Ready,            ///< its bytes are the action buffer's as they are: stepped or queued
-    NeedsConversion,  ///< another dtype, byte order, layout or shape: the caller converts (or names the error)
-    OutOfRange,       ///< a value the rule refuses (or must clip): the caller's full check handles it
+    NeedsConversion,  ///< another dtype, byte order, layout or shape: not the native form
+    OutOfRange,       ///< a value the rule refuses (or, in Clip mode, clips)
 };
 
-/// What a step with actions did.
+/// What a step with actions did (actions: always Ready, a refusal is thrown).
 struct StepResult {
-    ActionCheck actions = ActionCheck::Ready;  ///< not Ready: nothing was stepped
-    uint64_t episodes = 0;                     ///< episodes that ended in the step
+    ActionCheck actions = ActionCheck::Ready;
+    uint64_t episodes = 0;  ///< episodes that ended in the step
 };
 
 class Vector {
@@ -91,6 +91,7 @@ public:
         num_threads_ = options.num_threads;
         if (options.num_buffers == 0 || num_envs % options.num_buffers != 0)
             throw UsageError("num_envs must be divisible by num_buffers");
+        rows_per_send_ = num_envs / options.num_buffers * size_t(spec.num_agents);
         if (options.num_buffers > 1)
             pipeline_ = std::make_unique<Pipeline>(*vec_, *pool_, stop_, options.num_buffers, action_buffer_,
                                                    env_action_bytes());
@@ -130,6 +131,38 @@ public:
     uint64_t step(const unsigned char* new_actions = nullptr, StopPoll::Ask ask = nullptr, void* context = nullptr,
                   bool wide_actions = false) {
         Busy busy(*this);
+        return step_held(new_actions, ask, context, wide_actions);
+    }
+
+    /// The hot path of a synchronous send: `actions` in the native form (native_form()) are checked
+    /// against the rule and stepped, each participant copying its own envs' rows (in Clip mode,
+    /// values outside the bounds are clipped into the vector's own copy first). Throws
+    /// ActionsRefused (nothing stepped) for actions of another form or a value the rule refuses;
+    /// UsageError for a closed or pipelined vector. `values_checked`: the caller's full check has
+    /// passed (or clipped) these values (spaces.py's ActionChecker.converted), so only their layout
+    /// is checked.
+    StepResult step(const ActionArray& actions, StopPoll::Ask ask = nullptr, void* context = nullptr,
+                    bool values_checked = false) {
+        Busy busy(*this);
+        if (pipeline_) throw UsageError("this vector is pipelined; use submit() and wait()");
+        const unsigned char* source = accepted(actions, rows_per_send_, values_checked);
+        StepResult result;
+        result.episodes = step_held(source, ask, context, actions.wide() && source == actions.data);
+        return result;
+    }
+
+    /// Pipelined: checks buffer b's actions as step() does and queues its step, returning at once
+    /// (Ready; a refusal is thrown and nothing is queued).
+    ActionCheck submit(size_t b, const ActionArray& actions, bool values_checked = false) {
+        Busy busy(*this);
+        check_buffer(b);
+        const unsigned char* source = accepted(actions, rows_per_send_, values_checked);
+        pipeline_->submit(b, source, actions.wide() && source == actions.data);
+        return ActionCheck::Ready;
+    }
+
+private:
+    uint64_t step_held(const unsigned char* new_actions, StopPoll::Ask ask, void* context, bool wide_actions) {
         if (pipeline_) throw UsageError("this vector is pipelined; use submit() and wait()");
         if (stop_.requested()) throw UsageError(stop_.refusal());
         const size_t env_action_bytes = this->env_action_bytes();
@@ -156,34 +189,42 @@ public:
         return episodes;
     }
 
-    /// The hot path of a synchronous send: checks `actions` (check_actions) and, if they are
-    /// Ready, steps with them, each participant copying its own envs' rows. A closed or pipelined
-    /// vector answers NeedsConversion, so that the caller's slow path raises the precise error.
-    StepResult step(const ActionArray& actions, StopPoll::Ask ask = nullptr, void* context = nullptr) {
-        StepResult result;
-        if (!vec_ || pipeline_) {
-            result.actions = ActionCheck::NeedsConversion;
-            return result;
+    /// The bytes a step or submit copies from: `actions`' own when the rule takes them as they are,
+    /// the vector's clipped copy when Clip mode clips some; otherwise throws ActionsRefused.
+    const unsigned char* accepted(const ActionArray& actions, size_t rows, bool values_checked) {
+        const ActionCheck check = check_actions(actions, rows, values_checked);
+        if (check == ActionCheck::Ready) return static_cast<const unsigned char*>(actions.data);
+        const size_t dims = size_t(spec_.action_dims);
+        if (check == ActionCheck::NeedsConversion)
+            throw ActionsRefused("actions are not in the native form: C-contiguous, aligned " +
+                                     std::string(spec_.action_kind == SHOAL_ACTION_BOX ? "float32" : "int32 or int64") +
+                                     " in native byte order, " + std::to_string(rows) + " rows of " +
+                                     std::to_string(dims) + " (convert them first)",
+                                 ActionRefusal{});
+        if (spec_.action_kind == SHOAL_ACTION_BOX) {
+            const float* values = static_cast<const float*>(actions.data);
+            if (box_actions_ == BoxActions::Clip) {
+                clipped_.resize(rows * dims);
+                clip_floats(clipped_.data(), values, rows, dims, spec_.action_low, spec_.action_high, spec_.action_lows,
+                            spec_.action_highs);
+                return reinterpret_cast<const unsigned char*>(clipped_.data());
+            }
+            const ActionRefusal refusal = floats_refused(values, rows, dims, spec_.action_low, spec_.action_high,
+                                                         spec_.action_lows, spec_.action_highs);
+            throw ActionsRefused("action " + std::to_string(refusal.index) +
+                                     " (row-major) is outside the bounds or NaN (" + std::to_string(refusal.count) +
+                                     " value(s))",
+                                 refusal);
         }
-        result.actions = check_actions(actions, vec_->num_envs() * size_t(spec_.num_agents));
-        if (result.actions == ActionCheck::Ready)
-            result.episodes = step(static_cast<const unsigned char*>(actions.data), ask, context, actions.wide());
-        return result;
+        const ActionRefusal refusal =
+            actions.wide() ? ints_refused(static_cast<const int64_t*>(actions.data), rows, dims, spec_.action_nvec)
+                           : ints_refused(static_cast<const int32_t*>(actions.data), rows, dims, spec_.action_nvec);
+        throw ActionsRefused("action " + std::to_string(refusal.index) + " (row-major) is out of range (" +
+                                 std::to_string(refusal.count) + " value(s))",
+                             refusal);
     }
 
-    /// Pipelined: checks buffer b's actions and, if they are Ready, queues its step and returns at
-    /// once (nothing is queued otherwise). `values_checked`: the caller's full check has passed
-    /// (or clipped) these values, so only their layout is checked here.
-    ActionCheck submit(size_t b, const ActionArray& actions, bool values_checked = false) {
-        Busy busy(*this);
-        check_buffer(b);
-        const ActionCheck verdict =
-            check_actions(actions, pipeline_->envs_per_buffer() * size_t(spec_.num_agents), values_checked);
-        if (verdict == ActionCheck::Ready)
-            pipeline_->submit(b, static_cast<const unsigned char*>(actions.data), actions.wide());
-        return verdict;
-    }
-
+public:
     /// Pipelined: waits until buffer b's last step is done and returns the episodes it ended;
     /// `ask` as for step(). Env failures in it throw EnvFailure.
     uint64_t wait(size_t b, StopPoll::Ask ask = nullptr, void* context = nullptr) {
@@ -209,49 +250,50 @@ public:
     /// refuses steps until reset().
     void abandon() noexcept { stop_.request(); }
 
-    /// Checks actions for `rows` agent rows without converting anything. Ready: int32 or int64
-    /// (float32 for a box) in native byte order, C-contiguous and aligned, of the exact shape, every
-    /// integer in range, and box values as the vector's BoxActions takes them (Pass: any value, read by nobody
-    /// here; Strict: inside the bounds; Clip: inside the bounds, so that clipping changes nothing).
-    /// The caller's full check (spaces.py's ActionChecker, the one rule of every backend) converts
-    /// or clips the rest, or raises a precise error.
-    /// `values_checked`: only the layout is checked (the values passed the full check already).
-    [[nodiscard]] ActionCheck check_actions(const ActionArray& actions, size_t rows,
-                                            bool values_checked = false) const noexcept {
+    /// Whether `actions` are in the native form of `rows` agent rows, which the vector checks and
+    /// copies as they are: int32 or int64 (float32 for a box) in native byte order, C-contiguous and
+    /// aligned, of the exact shape. Anything else is converted first (spaces.py's ActionChecker).
+    [[nodiscard]] bool native_form(const ActionArray& actions, size_t rows) const noexcept {
         const bool box = spec_.action_kind == SHOAL_ACTION_BOX;
         const int ndim = spec_.action_kind == SHOAL_ACTION_DISCRETE ? 1 : 2;
         if (actions.ndim != ndim || actions.shape[0] != rows ||
             (ndim == 2 && actions.shape[1] != size_t(spec_.action_dims)) ||
             (actions.itemsize != 4 && !(actions.wide() && !box)))
-            return ActionCheck::NeedsConversion;
-        if (actions.kind != (box ? 'f' : 'i') || !actions.native_layout) return ActionCheck::NeedsConversion;
+            return false;
+        return actions.kind == (box ? 'f' : 'i') && actions.native_layout;
+    }
+
+    /// Agent rows of a step() (a pipelined vector: of a buffer's submit()).
+    [[nodiscard]] size_t rows_per_send() const noexcept { return rows_per_send_; }
+
+    /// Checks actions for `rows` agent rows without converting anything. Ready: in the native form
+    /// (native_form()), every integer in [0, nvec[d]), and box values as the vector's BoxActions
+    /// takes them (Pass: any value, read by nobody here; Strict: inside the bounds; Clip: inside
+    /// the bounds, so that clipping changes nothing). `values_checked`: only the form is checked
+    /// (the values passed the caller's full check already).
+    [[nodiscard]] ActionCheck check_actions(const ActionArray& actions, size_t rows,
+                                            bool values_checked = false) const noexcept {
+        if (!native_form(actions, rows)) return ActionCheck::NeedsConversion;
+        const bool box = spec_.action_kind == SHOAL_ACTION_BOX;
         if (values_checked) return ActionCheck::Ready;
         const size_t count = rows * size_t(spec_.action_dims);
         bool ok = true;
         if (box) {
             if (box_actions_ == BoxActions::Pass) return ActionCheck::Ready;
-            // Bounds in locals: the spec could alias the values.
-            ok = floats_inside(static_cast<const float*>(actions.data), count, spec_.action_low, spec_.action_high);
+            // Bounds in locals: the spec could alias the values. The scalar box lies inside every
+            // dimension's bounds (vec.hpp checks it): what it takes, the exact bounds take too.
+            const auto* values = static_cast<const float*>(actions.data);
+            ok = floats_inside(values, count, spec_.action_low, spec_.action_high);
+            if (!ok && spec_.action_lows)
+                ok = floats_inside_each(values, rows, size_t(spec_.action_dims), spec_.action_lows, spec_.action_highs);
         } else if (actions.wide()) {
-            ok = ints_inside_nvec(static_cast<const int64_t*>(actions.data), rows);
+            ok = ints_below_each(static_cast<const int64_t*>(actions.data), rows, size_t(spec_.action_dims),
+                                 spec_.action_nvec);
         } else {
-            ok = ints_inside_nvec(static_cast<const int32_t*>(actions.data), rows);
+            ok = ints_below_each(static_cast<const int32_t*>(actions.data), rows, size_t(spec_.action_dims),
+                                 spec_.action_nvec);
         }
         return ok ? ActionCheck::Ready : ActionCheck::OutOfRange;
-    }
-
-    /// True if every (Multi)Discrete action of `rows` agent rows is in [0, nvec[d]).
-    template <class Int>
-    [[nodiscard]] bool ints_inside_nvec(const Int* values, size_t rows) const noexcept {
-        const size_t dims = size_t(spec_.action_dims);
-        if (dims == 1) return ints_below(values, rows, uint64_t(spec_.action_nvec[0]));
-        // Widened with the sign, then compared unsigned: negative values land above every bound.
-        using Wide = std::conditional_t<(sizeof(Int) > 4), uint64_t, uint32_t>;
-        bool ok = true;
-        for (size_t row = 0; row < rows; ++row)
-            for (size_t d = 0; d < dims; ++d)
-                ok &= Wide(std::make_signed_t<Wide>(values[row * dims + d])) < Wide(spec_.action_nvec[d]);
-        return ok;
     }
 
     /// Changes what Box actions outside the bounds do, between steps.
@@ -392,6 +434,8 @@ private:
     std::unique_ptr<EnvArray> vec_;
     std::unique_ptr<WorkerPool> pool_;
     std::vector<EpisodeTally> log_blocks_;  // collect_log's per-block parts, one per block of all envs
+    std::vector<float> clipped_;            // Clip mode: the actions as clipped, when some value lay outside
+    size_t rows_per_send_ = 0;              // agent rows of a step() or of one buffer's submit()
     std::unique_ptr<Pipeline> pipeline_;    // declared last: destroyed first
     bool pin_threads_ = false;
     unsigned cpu_limit_ = 0;

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
 from .. import _native, cpus
 from ..buffers import Buffers, check_estimate, native_vector_estimate, out_of_memory
 from ..call_order import ANY_OPEN, CLOSED, READY_TO_RECV, READY_TO_SEND
@@ -224,32 +222,26 @@ class NativeEnv(PufferEnv):
         return self.observations, []
 
     def step(self, actions):
-        """Steps every env; ``actions`` are checked (cheaply in native code for int32/float32 arrays)."""
-        ended = self._stepped(actions)
+        """Steps every env; ``actions`` are checked by the native vector (int32/int64, float32 for a box,
+        in their native form, read in place; any other form converted by the ActionChecker first)."""
+        ended = self._vec.step_actions(actions)  # raises the rule's APIUsageError before any env runs
         infos = self._count_episodes(ended) if ended or self._log_hears_every_step else []
         return self.observations, self.rewards, self.terminals, self.truncations, infos
 
-    def _stepped(self, actions) -> int:
-        """Steps every env; returns how many episodes ended."""
-        ended = self._vec.step_actions(actions) if type(actions) is np.ndarray else -1
-        if ended < 0:  # another dtype, byte order or layout: converted (or refused) by the action rule
-            actions = self._check_actions(actions)
-            np.copyto(self.actions, actions, casting="unsafe")
-            ended = self._vec.step()
-        return ended
+    @property
+    def _check_buffer_actions(self) -> ActionChecker:
+        """The action rule's Python side for one send's rows (every row when num_buffers is 1): the
+        native vector converts actions of another form with it, and words its refusals with it."""
+        return self._vec.action_checker
+
+    @_check_buffer_actions.setter
+    def _check_buffer_actions(self, checker: ActionChecker) -> None:
+        self._vec.action_checker = checker
 
     # Whether the episode log hears of steps that ended no episode (a log with a cadence of steps).
     _log_hears_every_step = False
     # An env class's own form of its episode stats (a dict from collect_log -> the dict infos report); None: as is.
     _report_log = None
-
-    def _submit_converted(self, buffer: int, actions) -> None:
-        """Queues buffer ``buffer``'s step with actions the native check did not take as they are:
-        converts other dtypes, byte orders and layouts, clips in clip mode, or raises; the values then
-        stand as checked (per-dimension bounds, or NaN under clip, would fail the native check again
-        and leave the buffer unqueued)."""
-        if self._vec.submit(buffer, self._check_buffer_actions.converted(actions), checked=True) < 0:
-            raise AssertionError("converted actions were refused by the native vector")
 
     # The vector API (make(..., backend="PufferEnv") returns this object; Multithreading is a face of
     # it). One thread at a time: a call enters the call order's gate without waiting (a second thread's call
@@ -313,12 +305,11 @@ class NativeEnv(PufferEnv):
         order.enter("send", READY_TO_SEND)  # not `with`: this is the hot path
         try:
             if self.num_buffers == 1:
-                ended = self._stepped(actions)  # checks the actions before any env runs
+                ended = self._vec.step_actions(actions)  # checks the actions before any env runs
                 self.infos = self._count_episodes(ended) if ended or self._log_hears_every_step else []
-            else:  # queues buffer k's step; the native check takes well-formed actions as they are
+            else:  # checks buffer k's actions and queues its step
                 k = self._next
-                if type(actions) is not np.ndarray or self._vec.submit(k, actions) < 0:
-                    self._submit_converted(k, actions)
+                self._vec.submit(k, actions)
                 self._next = (k + 1) % self.num_buffers
         except BaseException as exc:
             order.leave(READY_TO_SEND)  # refused actions leave the vector as it was
