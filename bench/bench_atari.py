@@ -8,7 +8,7 @@ work per step: 4 emulated frames, the last two max-pooled, grayscale, 84x84 INTE
 resets of up to 30 frames, no sticky actions. shoal runs the preset of the peer it is compared with:
 preset="ale_vector" (ale-py AtariVectorEnv's defaults and rules: FIRE resets, clipped rewards) on rows (a)-(d),
 preset="envpool" (EnvPool's: FIRE resets, unclipped rewards) on its own (d) row.
-  (a) shoal's env callbacks in a bare C++ loop on one thread (shoal_atari_limit_sps): the limit
+  (a) shoal's env callbacks in a bare C++ loop on one thread (bench/native/atari_limit.cpp): the limit
   (a2) two such loops at once, half the envs each: the two-thread limit
   (b) shoal Multithreading T=0 (the caller steps every env)   (c) T=2   (d) default threads
   (e) ale-py AtariVectorEnv, 1 and 2 threads
@@ -30,23 +30,43 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy: no idle BLAS
 import statistics
 import threading
 import time
+from pathlib import Path
 
 import gymnasium
 import numpy as np
 
 import shoal.atari
 from shoal import benchmark
-from shoal.atari.build import env_library, roms_dir
+from shoal.atari import build
+from shoal.atari.build import roms_dir
+from shoal.native import builds, toolchain
 from shoal.peers import ale_vector, envpool_atari
 from shoal.vector import make
 
 # The work every row does (see the docstring): the presets' values.
+LIMIT_SOURCE = Path(__file__).resolve().parent / "native" / "atari_limit.cpp"
 OPTIONS = {"noop_max": 30, "repeat_action_probability": 0.0}
 ALE_VECTOR_RULES = 1
 
 
 def limit_function(game: str):
-    library = ctypes.CDLL(str(env_library()))
+    """bench/native/atari_limit.cpp (the env's callbacks in a bare loop) compiled as the env library is, with
+    it in place of csrc/shoal_atari.cpp (which it includes), cached beside the env."""
+    archive = build.ale_archive()
+    name = "atari_limit"
+    product = f"{name}{toolchain.current().library_suffix}"
+    key = builds.digest(
+        [LIMIT_SOURCE.read_bytes(), build.cxx_compiler(), build.ENV_FLAGS, archive.parent.name, *build.csrc_key()]
+    )
+
+    def compile_limit(stage: Path) -> None:
+        sources = [LIMIT_SOURCE, *(p for p in build.env_sources() if p.name != "shoal_atari.cpp")]
+        builds.run_compiler(
+            build.env_compile_command(sources, stage / product, archive), stage, "the Atari limit loop", RuntimeError
+        )
+
+    folder = builds.cached_build(build.cache_root(), name, key, product, compile_limit, RuntimeError)
+    library = ctypes.CDLL(str(folder / product))
     limit = library.shoal_atari_limit_sps
     limit.restype = ctypes.c_double
     limit.argtypes = [ctypes.c_char_p, ctypes.c_int32, ctypes.c_int64, ctypes.c_int32, ctypes.c_int32]

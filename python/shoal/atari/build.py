@@ -5,7 +5,7 @@ version, that version's source distribution is downloaded from the package index
 its SHA-256 (sdist.py: nothing else is downloaded, nothing installed, nothing vendored into shoal), and
 its ``src/ale`` is compiled once into a static archive, cached by version, compiler, flags and the
 sdist's SHA-256 like the Ocean and MuJoCo builds (so a finished build needs no sdist). The env library
-(csrc/) links that archive and zlib. The ROMs are the installed package's own files.
+(csrc/'s .cpp files) links that archive and zlib. The ROMs are the installed package's own files.
 """
 
 from __future__ import annotations
@@ -210,28 +210,39 @@ def ale_archive() -> Path:
     return folder / product
 
 
+def env_sources() -> list[Path]:
+    """The env library's C++ files: every .cpp of csrc/ (shoal_atari.cpp the env, area_resize.cpp the
+    INTER_AREA resize); csrc/'s headers are included from them."""
+    return sorted(CSRC.glob("*.cpp"))
+
+
+def csrc_key() -> list[bytes]:
+    """Every file of csrc/, name and content, and shoal's SDK headers: a build keyed by them is built again
+    when any of them changes (a file added to csrc/ included)."""
+    return [
+        *(p.name.encode() + p.read_bytes() for p in sorted(CSRC.iterdir()) if p.is_file()),
+        *(p.read_bytes() for p in sorted(Path(shoal.get_include(), "shoal").glob("*.h"))),
+    ]
+
+
+def env_compile_command(sources: list[Path], output: Path, archive: Path) -> list[str]:
+    """The command that compiles ``sources`` into the shared library ``output``, linked against ALE's
+    ``archive`` (ale_archive()) and zlib, with csrc/ on the include path (bench/native/atari_limit.cpp
+    includes the env's source)."""
+    include = archive.parent / "include"
+    command = [cxx_compiler(), *ENV_FLAGS, "-shared", f"-I{shoal.get_include()}", f"-I{include}"]
+    command += [f"-I{include / 'ale'}", f"-I{CSRC}", *map(str, sources), "-o", str(output)]
+    return command + [str(archive), "-lz", "-lpthread"]
+
+
 def env_library() -> Path:
     """shoal's Atari env library, linked against ALE's archive (cached)."""
     archive = ale_archive()
-    include = archive.parent / "include"
-    compiler = cxx_compiler()
-    source = CSRC / "shoal_atari.cpp"
     product = f"shoal_atari{toolchain.current().library_suffix}"
-    key = builds.digest(
-        [
-            compiler,
-            ENV_FLAGS,
-            shoal.__version__,
-            archive.parent.name,
-            *(p.name.encode() + p.read_bytes() for p in sorted(CSRC.iterdir()) if p.is_file()),
-            *(p.read_bytes() for p in sorted(Path(shoal.get_include(), "shoal").glob("*.h"))),
-        ]
-    )
+    key = builds.digest([cxx_compiler(), ENV_FLAGS, shoal.__version__, archive.parent.name, *csrc_key()])
 
     def build(stage: Path) -> None:
-        command = [compiler, *ENV_FLAGS, "-shared", f"-I{shoal.get_include()}", f"-I{include}", f"-I{include / 'ale'}"]
-        command += [str(source), "-o", str(stage / product), str(archive), "-lz", "-lpthread"]
-        _compile_all([command], stage, "shoal's Atari env")
+        _compile_all([env_compile_command(env_sources(), stage / product, archive)], stage, "shoal's Atari env")
 
     title = "compiling shoal's Atari env"
     folder = builds.cached_build(cache_root(), "shoal_atari", key, product, build, AtariError, title)

@@ -21,11 +21,13 @@
 // an autoreset follows a step that set one of them) seeds ALE as ale-py's reset(seed=X) does, with
 // X the env's first two 32-bit draws: random_seed = SeedSequence(X).generate_state(2)[1], then the
 // ROM loaded again. Autoresets continue ALE's own random state, as Gymnasium's autoreset does.
+//
+// Beside this file: area_resize.hpp/.cpp (OpenCV's INTER_AREA resize), seed_sequence.hpp (numpy's
+// SeedSequence); shoal.atari.build compiles every .cpp here into the env library, keyed by every file
+// here. bench/native/atari_limit.cpp runs these callbacks in a bare loop (bench/bench_atari.py's limit).
 #include <algorithm>
-#include <cfloat>
-#include <chrono>
-#include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -33,23 +35,16 @@
 #include <string>
 #include <vector>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#include <xmmintrin.h>
-#endif
-
 #include "ale/ale_interface.hpp"
+#include "area_resize.hpp"
+#include "seed_sequence.hpp"
 #include "shoal/env.h"
 
-// INTER_AREA's sums are float products and sums in a set order; a fused multiply-add would round once
-// where OpenCV rounds twice.
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
-
 namespace {
+
+using shoal_atari::AreaResize;
+using shoal_atari::kRowBlock;
+using shoal_atari::SeedSequence;
 
 constexpr int kMaxActions = 18;
 constexpr int kMaxScreen = 1024;
@@ -57,137 +52,14 @@ constexpr int kMaxStack = 64;
 
 enum Rules : int32_t { kGymnasium = 0, kAleVector = 1, kEnvPool = 2 };
 
-// numpy's SeedSequence (the entropy pool and generate_state), for one non-negative integer of entropy.
-class SeedSequence {
-public:
-    explicit SeedSequence(uint64_t entropy) {
-        uint32_t words[2] = {uint32_t(entropy), uint32_t(entropy >> 32)};
-        const int count = words[1] != 0 ? 2 : 1;
-        uint32_t hash = kInitA;
-        for (int i = 0; i < kPoolSize; ++i) pool_[i] = hashmix(i < count ? words[i] : 0u, hash);
-        for (int src = 0; src < kPoolSize; ++src)
-            for (int dst = 0; dst < kPoolSize; ++dst)
-                if (src != dst) pool_[dst] = mix(pool_[dst], hashmix(pool_[src], hash));
-    }
-
-    void generate_state(uint32_t* out, int n_words) const {
-        uint32_t hash = kInitB;
-        for (int i = 0; i < n_words; ++i) {
-            uint32_t value = pool_[i % kPoolSize];
-            value ^= hash;
-            hash *= kMultB;
-            value *= hash;
-            value ^= value >> kXShift;
-            out[i] = value;
-        }
-    }
-
-private:
-    static constexpr int kPoolSize = 4;
-    static constexpr uint32_t kInitA = 0x43b0d7e5u, kMultA = 0x931e8875u;
-    static constexpr uint32_t kInitB = 0x8b51f9ddu, kMultB = 0x58f38dedu;
-    static constexpr uint32_t kMixMultL = 0xca01f9ddu, kMixMultR = 0x4973f715u;
-    static constexpr int kXShift = 16;
-
-    static uint32_t hashmix(uint32_t value, uint32_t& hash) {
-        value ^= hash;
-        hash *= kMultA;
-        value *= hash;
-        value ^= value >> kXShift;
-        return value;
-    }
-
-    static uint32_t mix(uint32_t x, uint32_t y) {
-        uint32_t result = kMixMultL * x - kMixMultR * y;
-        result ^= result >> kXShift;
-        return result;
-    }
-
-    uint32_t pool_[kPoolSize];
-};
-
-// One source index's share of one destination index (OpenCV's DecimateAlpha).
-struct AreaWeight {
-    int source;
-    int target;
-    float alpha;
-};
-
-// OpenCV's computeResizeAreaTab: the weights of a downscale from `source` to `target` samples, grouped by
-// target in increasing source order.
-std::vector<AreaWeight> area_weights(int source, int target) {
-    std::vector<AreaWeight> weights;
-    const double scale = 1.0 / (double(target) / double(source));
-    for (int d = 0; d < target; ++d) {
-        const double first = d * scale, last = first + scale;
-        const double cell = std::min(scale, source - first);
-        int begin = int(std::ceil(first)), end = int(std::floor(last));
-        end = std::min(end, source - 1);
-        begin = std::min(begin, end);
-        if (begin - first > 1e-3) weights.push_back({begin - 1, d, float((begin - first) / cell)});
-        for (int s = begin; s < end; ++s) weights.push_back({s, d, float(1.0 / cell)});
-        if (last - end > 1e-3) weights.push_back({end, d, float(std::min(std::min(last - end, 1.0), cell) / cell)});
-    }
-    return weights;
-}
-
-// OpenCV's test for its integer fast path (resizeAreaFast): the scale computed as its resize() computes it
-// (1 / (target / source) in double) lands on an integer. Not every divisor does: 210 to 2 gives
-// 104.99999999999999, and takes the general path. 0 where the general path applies.
-int area_fast_scale(int source, int target) {
-    const double scale = 1.0 / (double(target) / double(source));
-    const double whole = std::nearbyint(scale);
-    return std::abs(scale - whole) < DBL_EPSILON ? int(whole) : 0;
-}
-
-// The horizontal weights as a fixed number of taps per output column, tap-major (tap k of every column,
-// then tap k + 1): the pass then adds one tap to every column at a time, the columns' sums independent of
-// each other, each in OpenCV's order. Zero-weight taps pad the short columns (adding +0.0f to a
-// non-negative sum changes nothing).
-struct ColumnTaps {
-    int taps = 0;
-    std::vector<int> source;   // taps * size
-    std::vector<float> alpha;  // taps * size
-
-    ColumnTaps() = default;
-
-    ColumnTaps(const std::vector<AreaWeight>& weights, int size) {
-        std::vector<int> count(size_t(size), 0);
-        for (const AreaWeight& w : weights) taps = std::max(taps, ++count[size_t(w.target)]);
-        source.assign(size_t(taps) * size_t(size), 0);
-        alpha.assign(size_t(taps) * size_t(size), 0.0f);
-        std::fill(count.begin(), count.end(), 0);
-        for (const AreaWeight& w : weights) {
-            const size_t at = size_t(count[size_t(w.target)]++) * size_t(size) + size_t(w.target);
-            source[at] = w.source;
-            alpha[at] = w.alpha;
-        }
-        for (int d = 0; d < size; ++d)  // a padding tap reads a pixel its column reads anyway
-            for (int k = count[size_t(d)]; k < taps; ++k)
-                source[size_t(k) * size_t(size) + size_t(d)] = source[size_t(d)];
-    }
-};
-
 // What every env of a vector shares, read-only: the game and the resize's weights.
 struct Game {
     std::string rom;
-    int height = 0, width = 0;
-    int column_stride = 0;  // a column of a kept screen: `height` rounded up to whole row blocks
     int num_actions = 0;
     ale::Action actions[kMaxActions];
     bool has_fire = false;  // the action set holds FIRE (a FIRE reset presses it)
-    ColumnTaps columns;
-    std::vector<AreaWeight> rows;
-    int fast_x = 0, fast_y = 0;  // OpenCV's integer scales where it takes its fast path (both, or neither)
+    AreaResize resize;      // the kept screens (height x width, column by column) to screen_size
 };
-
-void set_resize(Game& game, int size) {
-    game.columns = ColumnTaps(area_weights(game.width, size), size);
-    game.rows = area_weights(game.height, size);
-    game.fast_x = area_fast_scale(game.width, size);
-    game.fast_y = area_fast_scale(game.height, size);
-    if (game.fast_x == 0 || game.fast_y == 0) game.fast_x = game.fast_y = 0;
-}
 
 }  // namespace
 
@@ -225,134 +97,6 @@ const AtariEnv& params_of(const void* params) {
     return *static_cast<const AtariEnv*>(params);
 }
 
-constexpr int kRowBlock = 4;  // source rows resized across at once
-
-int column_stride(int height) {
-    return (height + kRowBlock - 1) / kRowBlock * kRowBlock;
-}
-
-size_t screen_bytes(const Game& game) {
-    return size_t(game.width) * size_t(game.column_stride);
-}
-
-size_t resize_buffer_floats(const Game& game, int size) {
-    return size_t(game.column_stride) * size_t(size) + size_t(size);
-}
-
-// The horizontal pass of kRowBlock source rows from `first`: across[row][x] = each output column's taps
-// summed in order from 0 (OpenCV's buf). The screen is stored column by column, so a tap's pixel in the
-// block's rows is kRowBlock consecutive bytes: the rows go in the lanes, each lane in OpenCV's order.
-void resize_rows_across(const Game& game, const uint8_t* columns_first, int first, int size, float* across) {
-    const int taps = game.columns.taps;
-    const int* sources = game.columns.source.data();
-    const float* alphas = game.columns.alpha.data();
-    const size_t stride = size_t(game.column_stride);
-    float* out = across + size_t(first) * size_t(size);
-#if defined(__SSE2__)
-    // One output column's sums for the block's rows, in the lanes.
-    auto column = [&](int x) {
-        const __m128i zero = _mm_setzero_si128();
-        __m128 sum = _mm_setzero_ps();
-        for (int k = 0; k < taps; ++k) {
-            const size_t at = size_t(k) * size_t(size) + size_t(x);
-            int32_t bytes;
-            std::memcpy(&bytes, columns_first + size_t(sources[at]) * stride, sizeof bytes);
-            const __m128i words = _mm_unpacklo_epi8(_mm_cvtsi32_si128(bytes), zero);
-            const __m128 pixels = _mm_cvtepi32_ps(_mm_unpacklo_epi16(words, zero));
-            sum = _mm_add_ps(sum, _mm_mul_ps(pixels, _mm_set1_ps(alphas[at])));
-        }
-        return sum;
-    };
-    int x = 0;
-    for (; x + 4 <= size; x += 4) {  // four columns, turned into four rows
-        __m128 a = column(x), b = column(x + 1), c = column(x + 2), d = column(x + 3);
-        _MM_TRANSPOSE4_PS(a, b, c, d);
-        _mm_storeu_ps(out + x, a);
-        _mm_storeu_ps(out + size_t(size) + x, b);
-        _mm_storeu_ps(out + 2 * size_t(size) + x, c);
-        _mm_storeu_ps(out + 3 * size_t(size) + x, d);
-    }
-    for (; x < size; ++x) {
-        float lanes[kRowBlock];
-        _mm_storeu_ps(lanes, column(x));
-        for (int r = 0; r < kRowBlock; ++r) out[size_t(r) * size_t(size) + size_t(x)] = lanes[r];
-    }
-#else
-    for (int x = 0; x < size; ++x) {
-        float sum[kRowBlock] = {};
-        for (int k = 0; k < taps; ++k) {
-            const size_t at = size_t(k) * size_t(size) + size_t(x);
-            const uint8_t* pixels = columns_first + size_t(sources[at]) * stride;
-            for (int r = 0; r < kRowBlock; ++r) sum[r] += float(pixels[r]) * alphas[at];
-        }
-        for (int r = 0; r < kRowBlock; ++r) out[size_t(r) * size_t(size) + size_t(x)] = sum[r];
-    }
-#endif
-}
-
-// An output row: each sum rounded to nearest even (the default rounding mode, as OpenCV's saturate_cast),
-// saturated to 0..255.
-void finish_row(const float* sums, uint8_t* out, int size) {
-    int x = 0;
-#if defined(__SSE2__)
-    for (; x + 8 <= size; x += 8) {
-        const __m128i low = _mm_cvtps_epi32(_mm_loadu_ps(sums + x));
-        const __m128i high = _mm_cvtps_epi32(_mm_loadu_ps(sums + x + 4));
-        const __m128i bytes = _mm_packus_epi16(_mm_packs_epi32(low, high), _mm_setzero_si128());
-        _mm_storel_epi64(reinterpret_cast<__m128i*>(out + x), bytes);
-    }
-#endif
-    for (; x < size; ++x) out[x] = uint8_t(std::clamp(int(std::nearbyint(sums[x])), 0, 255));
-}
-
-// OpenCV's resizeAreaFast for one channel of uint8: each output pixel the integer sum of its fast_y x fast_x
-// block; a 2x2 block is (sum + 2) >> 2 (its vector path's rounding), any other the float sum * (1.f / area)
-// rounded to nearest even (saturate_cast).
-void resize_area_fast(const Game& game, const uint8_t* screen, uint8_t* target, int size) {
-    const int sx = game.fast_x, sy = game.fast_y;
-    const float scale = 1.f / float(sx * sy);
-    const size_t stride = size_t(game.column_stride);
-    for (int dy = 0; dy < size; ++dy) {
-        for (int dx = 0; dx < size; ++dx) {
-            int sum = 0;
-            for (int x = dx * sx; x < (dx + 1) * sx; ++x) {
-                const uint8_t* column = screen + size_t(x) * stride + size_t(dy * sy);
-                for (int y = 0; y < sy; ++y) sum += column[y];
-            }
-            const int value = sx == 2 && sy == 2 ? (sum + 2) >> 2 : int(std::nearbyint(float(sum) * scale));
-            target[size_t(dy) * size_t(size) + size_t(dx)] = uint8_t(std::clamp(value, 0, 255));
-        }
-    }
-}
-
-// OpenCV's ResizeArea_Invoker for one channel of uint8 (or its fast path, where OpenCV takes it): every
-// source row resized across once, then the rows weighted into each output row's sums in order; rounded to
-// nearest even. `screen` is column by column (column_stride bytes each); `buffer` holds resize_buffer_floats.
-void resize_area(const Game& game, const uint8_t* screen, uint8_t* target, int size, float* buffer) {
-    if (game.fast_x != 0) {
-        resize_area_fast(game, screen, target, size);
-        return;
-    }
-    float* across = buffer;
-    float* sum = buffer + size_t(game.column_stride) * size_t(size);
-    for (int first = 0; first < game.height; first += kRowBlock)
-        resize_rows_across(game, screen + first, first, size, across);
-    std::fill(sum, sum + size, 0.0f);
-    int previous_row = game.rows.empty() ? 0 : game.rows[0].target;
-    for (const AreaWeight& row : game.rows) {
-        const float* buf = across + size_t(row.source) * size_t(size);
-        const float beta = row.alpha;
-        if (row.target != previous_row) {
-            finish_row(sum, target + size_t(previous_row) * size_t(size), size);
-            for (int x = 0; x < size; ++x) sum[x] = beta * buf[x];
-            previous_row = row.target;
-        } else {
-            for (int x = 0; x < size; ++x) sum[x] += beta * buf[x];
-        }
-    }
-    finish_row(sum, target + size_t(previous_row) * size_t(size), size);
-}
-
 size_t frame_bytes(const AtariEnv* env) {
     return size_t(env->screen_size) * size_t(env->screen_size);
 }
@@ -361,7 +105,7 @@ size_t frame_bytes(const AtariEnv* env) {
 // kRowBlock rows at a time, each column's kRowBlock bytes written at once.
 void grayscale(AtariEnv* env, uint8_t* out) {
     static_assert(kRowBlock == 4, "a block of rows is written as four bytes");
-    const Game& game = *env->game;
+    const AreaResize& game = env->game->resize;
     const uint8_t* screen = env->ale->getScreen().getArray();
     const uint8_t* gray = env->gray_of;
     const size_t stride = size_t(game.column_stride), width = size_t(game.width);
@@ -393,13 +137,13 @@ void write_stack(AtariEnv* env) {
 // stack's oldest slot, which becomes the newest.
 void push_frame(AtariEnv* env, bool pool) {
     if (pool) {
-        const size_t pixels = screen_bytes(*env->game);
+        const size_t pixels = env->game->resize.source_bytes();
         uint8_t* first = env->screens[0];
         const uint8_t* second = env->screens[1];
         for (size_t i = 0; i < pixels; ++i) first[i] = std::max(first[i], second[i]);
     }
     uint8_t* slot = env->stack + size_t(env->head) * frame_bytes(env);
-    resize_area(*env->game, env->screens[0], slot, env->screen_size, env->row_sums);
+    env->game->resize.resize(env->screens[0], slot, env->row_sums);
     env->head = (env->head + 1) % env->stack_size;
 }
 
@@ -424,11 +168,11 @@ int atari_init(AtariEnv* env) {
         // Gymnasium's frame limit is ALE's own (counted from reset_game); the other rules count themselves.
         env->ale->setInt("max_num_frames_per_episode", env->rules == kGymnasium ? env->max_num_frames_per_episode : 0);
         // No loadROM here: every env's first reset follows a vector reset, which seeds ALE and loads it.
-        const size_t pixels = screen_bytes(*env->game);
+        const size_t pixels = env->game->resize.source_bytes();
         env->screens[0] = new uint8_t[pixels]();
         env->screens[1] = new uint8_t[pixels]();
         env->stack = new uint8_t[size_t(env->stack_size) * frame_bytes(env)]();
-        env->row_sums = new float[resize_buffer_floats(*env->game, env->screen_size)]();
+        env->row_sums = new float[env->game->resize.buffer_floats()]();
     } catch (const std::exception& error) {
         shoal_env_fail(&env->base, "ALE could not start %s: %s", env->game->rom.c_str(), error.what());
         return 1;
@@ -495,7 +239,7 @@ void atari_reset(AtariEnv* env) {
     env->previous = ale::PLAYER_A_NOOP;
     env->lives = env->ale->lives();
     grayscale(env, env->screens[0]);
-    std::memset(env->screens[1], 0, screen_bytes(*env->game));
+    std::memset(env->screens[1], 0, env->game->resize.source_bytes());
     if (!new_game) {  // the stack keeps the frames before the life loss
         push_frame(env, false);
         write_stack(env);
@@ -607,6 +351,7 @@ int atari_configure(shoal_env_spec* spec, const void* params, char* error) {
         return 1;
     }
     auto game = std::make_unique<Game>();
+    int height = 0, width = 0;
     try {
         ale::Logger::setMode(ale::Logger::Error);
         // loadROM ends the process (std::exit) on a ROM ALE has no single-player wrapper for: asked first.
@@ -620,9 +365,8 @@ int atari_configure(shoal_env_spec* spec, const void* params, char* error) {
         ale.loadROM(p.rom ? p.rom : "");
         const ale::ActionVect actions = p.full_action_space ? ale.getLegalActionSet() : ale.getMinimalActionSet();
         game->rom = p.rom;
-        game->height = int(ale.getScreen().height());
-        game->width = int(ale.getScreen().width());
-        game->column_stride = column_stride(game->height);
+        height = int(ale.getScreen().height());
+        width = int(ale.getScreen().width());
         game->num_actions = int(std::min<size_t>(actions.size(), kMaxActions));
         std::copy(actions.begin(), actions.begin() + game->num_actions, game->actions);
         game->has_fire = std::find(game->actions, game->actions + game->num_actions, ale::PLAYER_A_FIRE) !=
@@ -632,13 +376,13 @@ int atari_configure(shoal_env_spec* spec, const void* params, char* error) {
                       failure.what());
         return 1;
     }
-    if (p.screen_size > game->height || p.screen_size > game->width) {
+    if (p.screen_size > height || p.screen_size > width) {
         std::snprintf(error, SHOAL_ERROR_CAPACITY,
-                      "screen_size %d is larger than the %dx%d screen (shoal resizes down)", p.screen_size,
-                      game->height, game->width);
+                      "screen_size %d is larger than the %dx%d screen (shoal resizes down)", p.screen_size, height,
+                      width);
         return 1;
     }
-    set_resize(*game, p.screen_size);
+    game->resize = AreaResize(height, width, p.screen_size);
     spec->obs_shape[0] = p.stack_size;
     spec->obs_shape[1] = p.screen_size;
     spec->obs_shape[2] = p.screen_size;
@@ -716,90 +460,18 @@ SHOAL_EXPORT_ENV(atari, atari_spec)
 // For the tests: the env's INTER_AREA resize of one image, and the ALE seed it derives from 64 bits.
 SHOAL_EXTERN_C SHOAL_VISIBLE void shoal_atari_resize_area(const uint8_t* source, int32_t height, int32_t width,
                                                           uint8_t* target, int32_t size) {
-    Game game;
-    game.height = height;
-    game.width = width;
-    game.column_stride = column_stride(height);
-    set_resize(game, size);
-    std::vector<uint8_t> columns(screen_bytes(game));
+    const AreaResize resize(height, width, size);
+    std::vector<uint8_t> columns(resize.source_bytes());
     for (int y = 0; y < height; ++y)
         for (int x = 0; x < width; ++x)
-            columns[size_t(x) * size_t(game.column_stride) + size_t(y)] = source[size_t(y) * size_t(width) + size_t(x)];
-    std::vector<float> buffer(resize_buffer_floats(game, size));
-    resize_area(game, columns.data(), target, size, buffer.data());
+            columns[size_t(x) * size_t(resize.column_stride) + size_t(y)] =
+                source[size_t(y) * size_t(width) + size_t(x)];
+    std::vector<float> buffer(resize.buffer_floats());
+    resize.resize(columns.data(), target, buffer.data());
 }
 
 SHOAL_EXTERN_C SHOAL_VISIBLE int32_t shoal_atari_ale_seed(uint64_t entropy) {
     uint32_t state[2];
     SeedSequence(entropy).generate_state(state, 2);
     return int32_t(state[1]);
-}
-
-// bench/bench_atari.py's limit: these callbacks in a bare loop on the calling thread, with what the core
-// does around them that the semantics need (flags zeroed, same-step reset) and nothing else, under a
-// preset's rules (with FIRE resets but Gymnasium's); `steps`
-// steps of `num_envs` envs after 20 warm-up steps, actions drawn in advance; env steps per second, or a
-// negative number if the game does not load.
-SHOAL_EXTERN_C SHOAL_VISIBLE double shoal_atari_limit_sps(const char* rom, int32_t num_envs, int64_t steps,
-                                                          int32_t frame_skip, int32_t noop_max,
-                                                          float repeat_action_probability, int32_t reward_clipping,
-                                                          int32_t rules) {
-    AtariEnv params{};
-    params.rules = rules;
-    params.use_fire_reset = rules != kGymnasium;
-    params.rom = rom;
-    params.frame_skip = frame_skip;
-    params.noop_max = noop_max;
-    params.screen_size = 84;
-    params.stack_size = 4;
-    params.reward_clipping = reward_clipping;
-    params.max_num_frames_per_episode = 108000;
-    params.repeat_action_probability = repeat_action_probability;
-    shoal_env_spec spec = atari_spec;
-    char error[SHOAL_ERROR_CAPACITY];
-    if (atari_configure(&spec, &params, error) != 0) return -1.0;
-    const size_t n = size_t(num_envs), obs_bytes = 4 * 84 * 84;
-    std::vector<AtariEnv> envs(n, params);
-    std::vector<uint8_t> observations(n * obs_bytes), flags(3 * n);
-    std::vector<float> rewards(n);
-    std::vector<char> errors(n * SHOAL_ERROR_CAPACITY);
-    constexpr int kBatches = 16;
-    std::vector<int32_t> actions(kBatches * n);
-    shoal_rng draws;
-    shoal_rng_seed(&draws, 12345);
-    for (int32_t& action : actions) action = int32_t(shoal_rng_below(&draws, uint32_t(spec.action_nvec[0])));
-    for (size_t i = 0; i < n; ++i) {
-        shoal_env& base = envs[i].base;
-        base.observations = observations.data() + i * obs_bytes;
-        base.rewards = &rewards[i];
-        base.terminals = &flags[i];
-        base.truncations = &flags[n + i];
-        base.masks = &flags[2 * n + i];
-        base.error = &errors[i * SHOAL_ERROR_CAPACITY];
-        base.num_agents = 1;
-        base.env_index = int64_t(i);
-        base.shared = spec.shared;
-        shoal_rng_seed(&base.rng, shoal_env_seed(0, i));
-        if (atari_init(&envs[i]) != 0) return -1.0;
-        atari_reset(&envs[i]);
-    }
-    auto run = [&](int64_t count) {
-        for (int64_t t = 0; t < count; ++t) {
-            const int32_t* batch = actions.data() + size_t(t % kBatches) * n;
-            for (size_t i = 0; i < n; ++i) {
-                AtariEnv* env = &envs[i];
-                env->base.actions = batch + i;
-                rewards[i] = 0.0f;
-                flags[i] = flags[n + i] = 0;
-                if (atari_step(env) == SHOAL_EPISODE_OVER) atari_reset(env);
-            }
-        }
-    };
-    run(20);
-    const auto start = std::chrono::steady_clock::now();
-    run(steps);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    for (AtariEnv& env : envs) atari_close(&env);
-    release_game(spec.shared);
-    return double(n) * double(steps) / seconds;
 }
