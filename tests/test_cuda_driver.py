@@ -11,8 +11,9 @@ import sys
 import textwrap
 from pathlib import Path
 
-import fake_cuda
 import pytest
+
+import fake_cuda
 
 HERE = Path(__file__).resolve().parent
 

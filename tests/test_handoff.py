@@ -11,7 +11,6 @@ import tracemalloc
 import warnings
 from collections import deque
 
-import fake_cuda
 import numpy as np
 import pytest
 
@@ -19,6 +18,7 @@ from shoal.envs import CartPole
 from shoal.errors import APIUsageError
 from shoal.vector import make
 
+import fake_cuda
 from envs_for_tests import make_box_env, make_dict_env, make_raise_on_step
 
 torch = pytest.importorskip("torch", reason="the hand-off needs torch: pip install -e '.[full]'")
