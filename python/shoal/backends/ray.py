@@ -57,6 +57,7 @@ import numpy as np
 
 from ..buffers import Buffers
 from ..errors import APIUsageError
+from ..interrupts import guarded, signals_held
 from ..native import check_threads, is_native_env, native_env_class
 from ..validation import check_bool, check_ray_address
 from .base import EnvLists
@@ -65,7 +66,6 @@ from .caller_side.ray_data_path import RayDataPath
 from .caller_side.ray_session import Actors, connect
 from .caller_side.worker_backend import WorkerBackend
 from .closing import BoundedClose, raise_failures
-from .interrupts import guarded, signals_held
 from .ray_actors import RayActors
 from .ray_elastic import ELASTIC, ElasticWorkers, check_ray_on_worker_failure
 from .ray_placement import WorkerNode, check_actor_options, check_exclude_driver_node, check_placement
