@@ -252,3 +252,20 @@ def test_contributing_names_every_folder_and_top_level_module():
     wanted |= {p.name for p in PACKAGE_DIR.glob("*.py")}
     missing = sorted(name for name in wanted if not re.search(rf"(?<![\w.]){re.escape(name)}", layout))
     assert not missing, f"CONTRIBUTING.md's source layout does not name {missing}"
+
+
+def test_no_library_module_imports_an_alias():
+    """An alias keeps an old path importable for users; the package itself imports the module it names."""
+    through_alias = [
+        f"{m} imports {t}" for m in MODULES if not is_alias(m) for t in real_imports(m) if t in MODULES and is_alias(t)
+    ]
+    assert not through_alias, through_alias
+
+
+MAX_MODULE_LINES = 450
+
+
+def test_no_module_is_over_the_line_limit():
+    """A module past MAX_MODULE_LINES holds more than one job: split it by concern (CONTRIBUTING)."""
+    long = {m: n for m, p in MODULES.items() if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES}
+    assert not long, long
