@@ -33,6 +33,11 @@ TIERS = [
     ("test_rllib.py::*", "integration", "trains RLlib's PPO on a Ray instance of its own"),
     ("test_ray_cluster.py::*", "integration", "starts a simulated 3-node Ray cluster and breaks its nodes"),
     ("test_ray_datapath.py::*", "integration", "starts a simulated 2-node Ray cluster"),
+    (
+        "test_option_checks.py::test_ray_*",
+        "integration",
+        "imports Ray's backend (Ray itself must not start: a start fails it)",
+    ),
     ("test_tiers.py::*", "integration", "collects the whole suite in fresh interpreters and reads every test's source"),
     # Ocean: a few tests on one or two envs (the bundled test tree's tiny ones, cartpole, squared)
     # stay fast; every other Ocean test, new files included, compiles Ocean envs.
@@ -72,6 +77,7 @@ RAY_FILES = (
     "test_worker_fault_modes.py",
     "test_mujoco_actions.py",
     "test_rllib.py",
+    "test_option_checks.py",
 )
 
 
