@@ -32,7 +32,10 @@ using ParamMatrix = py::array_t<double, py::array::c_style | py::array::forcecas
 shoal::Schedule parse_schedule(const std::string& schedule) {
     if (schedule == "static") return shoal::Schedule::Static;
     if (schedule == "dynamic") return shoal::Schedule::Dynamic;
-    throw UsageError("schedule must be 'static' or 'dynamic', got '" + schedule + "'");
+    throw UsageError(
+        "internal invariant broken (shoal.validation checks it first): schedule must be 'static' or "
+        "'dynamic', got '" +
+        schedule + "'");
 }
 
 /// The question a Vector asks while it steps with the GIL released: is a Python signal pending?

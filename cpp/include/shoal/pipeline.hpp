@@ -71,7 +71,9 @@ public:
           last_job_(num_buffers, 0),
           submitted_for_(num_buffers, false) {
         if (num_buffers == 0 || vec.num_envs() % num_buffers != 0)
-            throw UsageError("num_envs must be divisible by the number of buffers");
+            throw UsageError(
+                "internal invariant broken (shoal.validation checks it first): num_envs must be divisible by "
+                "num_buffers");
         start_driver();
     }
 

@@ -90,7 +90,9 @@ public:
         log_blocks_.resize(EnvArray::log_blocks(0, num_envs));
         num_threads_ = options.num_threads;
         if (options.num_buffers == 0 || num_envs % options.num_buffers != 0)
-            throw UsageError("num_envs must be divisible by num_buffers");
+            throw UsageError(
+                "internal invariant broken (shoal.validation checks it first): num_envs must be divisible by "
+                "num_buffers");
         rows_per_send_ = num_envs / options.num_buffers * size_t(spec.num_agents);
         if (options.num_buffers > 1)
             pipeline_ = std::make_unique<Pipeline>(*vec_, *pool_, stop_, options.num_buffers, action_buffer_,
