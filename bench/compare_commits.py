@@ -39,6 +39,14 @@ CASES = {
         "make(mujoco.env_class('HalfCheetah-v5'), backend='Multithreading', num_envs=64, max_num_threads=2)",
         0.3e6,
     ),
+    "atari pong 16 T=2": (
+        "make(atari.env_class('pong'), backend='Multithreading', num_envs=16, max_num_threads=2)",
+        0.05e6,
+    ),
+    "torch hand-off cpu cartpole 4096 T=2": (
+        "make(envs.CartPole, backend='Multithreading', num_envs=4096, max_num_threads=2, device='cpu')",
+        20e6,
+    ),
     "gymnasium CartPole-v1 8 Multiprocessing 2 workers": (
         "make(lambda: gymnasium.make('CartPole-v1'), backend='Multiprocessing', num_envs=8, num_workers=2)",
         0.4e6,
@@ -52,7 +60,7 @@ sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != "ScikitBuild
 sys.path.insert(0, sys.argv[1])
 import shoal
 import gymnasium
-from shoal import benchmark, envs, mujoco, ocean
+from shoal import atari, benchmark, envs, mujoco, ocean
 from shoal.vector import make
 assert shoal.__file__.startswith(sys.argv[1]), shoal.__file__
 case = benchmark.Case(sys.argv[2], lambda: eval(sys.argv[3]), int(float(sys.argv[4])))
