@@ -172,3 +172,18 @@ def test_a_closed_vector_says_so_without_converting(echo, no_conversion):
     env.close()
     with pytest.raises(APIUsageError, match="closed"):
         env.step(np.array([1, 2000], np.int32))
+
+
+def test_a_pipelined_native_env_stepped_whole_says_it_is_pipelined():
+    """step() on a NativeEnv of two buffers: the error names the misuse (use submit/wait), not the
+    shape of one buffer's actions, before any conversion of the whole batch's array."""
+    from shoal.envs import CartPole
+
+    env = CartPole(num_envs=4, seed=0, num_buffers=2)
+    try:
+        env.reset()
+        for actions in (np.zeros(4, np.int32), np.zeros(4, np.int64), [0, 1, 0, 1]):
+            with pytest.raises(APIUsageError, match="pipelined; use submit"):
+                env.step(actions)
+    finally:
+        env.close()

@@ -217,6 +217,9 @@ void bind_vector(py::module_& m) {
         .def(
             "step_actions",
             [](V& v, const py::object& actions) -> uint64_t {
+                // Before any conversion: a whole batch's actions would otherwise be refused as the
+                // wrong shape for one buffer, which is not what is wrong.
+                if (v.core.pipelined()) throw UsageError("this vector is pipelined; use submit() and wait()");
                 py::object held;
                 bool checked = false;
                 const shoal::ActionArray view = send_actions(v, actions, held, checked);

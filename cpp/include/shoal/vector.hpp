@@ -267,6 +267,7 @@ public:
 
     /// Agent rows of a step() (a pipelined vector: of a buffer's submit()).
     [[nodiscard]] size_t rows_per_send() const noexcept { return rows_per_send_; }
+    [[nodiscard]] bool pipelined() const noexcept { return pipeline_ != nullptr; }
 
     /// Checks actions for `rows` agent rows without converting anything. Ready: in the native form
     /// (native_form()), every integer in [0, nvec[d]), and box values as the vector's BoxActions
