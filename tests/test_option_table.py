@@ -1,4 +1,4 @@
-"""One option table (backends/registry.py OPTIONS) feeds make(), config.ini and the docs' table."""
+"""One option table (backends/options.py OPTIONS) feeds make(), config.ini and the docs' table."""
 
 from __future__ import annotations
 

@@ -140,7 +140,7 @@ def make(env_creator_or_creators, env_args=None, env_kwargs=None, backend=Puffer
 
     Every other keyword is an option of the chosen backend (the same names as config.ini's [vec]
     keys); a keyword the backend does not take, or a bad value, is an APIUsageError before anything
-    is built. The options, from the registry's table (shoal/backends/registry.py):
+    is built. The options, from the option table (shoal/backends/options.py):
 
     """
     device = kwargs.pop("device", None)

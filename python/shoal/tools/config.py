@@ -9,7 +9,7 @@
     [vec]
     backend = Multithreading   ; Serial | Multiprocessing | Multithreading | PufferEnv | Ray
     num_envs = 4096
-    max_num_threads = auto     ; the backend's options: see backends/registry.py's OPTIONS
+    max_num_threads = auto     ; the backend's options: see backends/options.py's OPTIONS
     ...
 
 A config file (or command-line overrides) need not say everything: [vec] and [run] start from the
