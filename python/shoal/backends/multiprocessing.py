@@ -44,6 +44,8 @@ of workers returned as views (``zero_copy=True``); the first ready workers copie
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import multiprocessing
 import os
 import sys
@@ -87,6 +89,22 @@ __all__ = ["CLOSE_TIMEOUT_S", "RECV_SPIN_S", "Multiprocessing", "default_start_m
 # ---------------------------------------------------------------------------------------------------
 # Caller side
 # ---------------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def parents_garbage_left_behind(forking: bool):
+    """A forked worker never collects the objects it inherits (gc.freeze across the fork): a cycle the
+    caller had not collected yet would otherwise be finalized in the worker, where a finalizer that
+    talks to a library's threads or sockets (Ray's, gRPC's, which a fork does not carry over) can crash
+    it. The caller's own collection goes on as before (gc.unfreeze right after)."""
+    if not forking:
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def default_start_method() -> str:
@@ -237,7 +255,8 @@ class Multiprocessing(ProcessCompletions, ProcessRecovery, WorkerBackend):
             args=(spec, pool.raw, self._payloads[w], sender, sem, pool.done_sem),
         )
         try:
-            process.start()
+            with parents_garbage_left_behind(self.start_method == "fork"):
+                process.start()
         finally:
             sender.close()
             if process.pid is None:
